@@ -1,0 +1,37 @@
+# The verbs people type. Everything installs into .venv; nothing outside it is touched.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test lint bench bench-full clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	@echo '$$ simdedup scan examples/docs' >&2
+	@$(BIN)/simdedup scan examples/docs
+	@echo >&2
+	@echo '$$ simdedup scan examples/lines.txt examples/records.jsonl' >&2
+	@$(BIN)/simdedup scan examples/lines.txt examples/records.jsonl
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check simdedup tests benchmarks
+	$(BIN)/ruff format --check simdedup tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

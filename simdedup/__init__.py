@@ -1,0 +1,55 @@
+"""simdedup: find near-duplicate text with SimHash fingerprints and a block index.
+
+The library works without the command line: read documents, fingerprint them in
+batches, look them up in an exact block index, and decide what duplicates what.
+"""
+
+from __future__ import annotations
+
+from .dedup import Decision, Deduplicator, dedup, fingerprint_documents
+from .features import extract, normalize, tokenize
+from .fingerprint import (
+    FeatureHasher,
+    column_sums,
+    distance,
+    fingerprint_batch,
+    fingerprint_texts,
+    fingerprints_from_sums,
+    format_fingerprint,
+)
+from .index import BlockIndex, near_pairs
+from .read import Document, Problem, ReadOptions, read_documents
+from .settings import FINGERPRINT_SPEC_VERSION, Settings, block_layout
+from .status import ExitStatus, SettingsError, SimdedupError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FINGERPRINT_SPEC_VERSION",
+    "BlockIndex",
+    "Decision",
+    "Deduplicator",
+    "Document",
+    "ExitStatus",
+    "FeatureHasher",
+    "Problem",
+    "ReadOptions",
+    "Settings",
+    "SettingsError",
+    "SimdedupError",
+    "__version__",
+    "block_layout",
+    "column_sums",
+    "dedup",
+    "distance",
+    "extract",
+    "fingerprint_batch",
+    "fingerprint_documents",
+    "fingerprint_texts",
+    "fingerprints_from_sums",
+    "format_fingerprint",
+    "near_pairs",
+    "normalize",
+    "read_documents",
+    "tokenize",
+]

@@ -1,0 +1,675 @@
+"""The command line: scan, filter, fingerprint, compare.
+
+The only module that imports click, rich and tqdm. Results go to stdout, messages to
+stderr; core exceptions become exit codes (see status.ExitStatus).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gzip
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+import click
+
+from . import __version__
+from .dedup import BATCH_SIZE, Decision, Deduplicator, batches, dedup, fingerprint_documents
+from .features import extract
+from .fingerprint import distance as hamming
+from .fingerprint import fingerprint_batch, format_fingerprint
+from .read import STDIN, Document, Problem, ReadOptions, read_documents
+from .report import (
+    GROUP_COLUMNS,
+    DuplicatesWriter,
+    Groups,
+    RecordWriter,
+    ReportWriter,
+    Summary,
+    UniqueWriter,
+    format_for,
+)
+from .settings import MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings
+from .status import ExitStatus, SimdedupError
+
+DEFAULTS = Settings()
+
+
+class CliError(click.ClickException):
+    """A ClickException that carries one of our exit statuses."""
+
+    def __init__(self, message: str, status: ExitStatus = ExitStatus.USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = int(status)
+
+
+class SimdedupGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SimdedupError as e:
+            raise CliError(str(e), e.exit_status) from e
+
+
+# ---------------------------------------------------------------- terminal helpers
+
+
+def _color() -> bool | None:
+    return False if os.environ.get("NO_COLOR") else None  # None: click decides by isatty
+
+
+def _isatty(stream: IO[Any]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class Messages:
+    """Everything said on stderr: input problems, the summary, --verbose details."""
+
+    def __init__(self, quiet: bool = False, verbose: bool = False) -> None:
+        self.quiet, self.verbose = quiet, verbose
+        self.progress_active = False
+
+    def _say(self, text: str) -> None:
+        if self.progress_active:
+            from tqdm import tqdm
+
+            tqdm.write(click.unstyle(text), file=sys.stderr)
+        else:
+            click.echo(text, err=True, color=_color())
+
+    def problem(self, p: Problem) -> None:
+        if p.severity == "error":
+            self._say(f"{p.where}: {click.style('error', fg='red', bold=True)}: {p.message}")
+        elif not self.quiet:
+            self._say(f"{p.where}: {click.style('warning', fg='yellow')}: {p.message}")
+
+    def info(self, text: str) -> None:
+        if not self.quiet:
+            self._say(text)
+
+    def detail(self, text: str) -> None:
+        if self.verbose and not self.quiet:
+            self._say(text)
+
+
+def _progress(items: Iterator[Decision], messages: Messages) -> Iterator[Decision]:
+    """A tqdm counter on stderr, only when stderr is a terminal and not -q."""
+    if messages.quiet or not _isatty(sys.stderr):
+        yield from items
+        return
+    from tqdm import tqdm
+
+    messages.progress_active = True
+    try:
+        with tqdm(items, unit=" docs", file=sys.stderr, dynamic_ncols=True, leave=False) as bar:
+            yield from bar
+    finally:
+        messages.progress_active = False
+
+
+# ---------------------------------------------------------------- shared options
+
+
+class Size(click.ParamType):
+    """A byte count with an optional K, M or G suffix (powers of 1024)."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("B").removesuffix("I")
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        try:
+            n = int(float(text[:-1] if scale > 1 else text) * scale)
+        except ValueError:
+            self.fail(f"{value!r} is not a size like 16M", param, ctx)
+        if n < 1:
+            self.fail("must be at least 1 byte", param, ctx)
+        return n
+
+
+def fingerprint_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that decide a fingerprint, spelled the same in every command."""
+    options = [
+        click.option(
+            "--tokenizer",
+            type=click.Choice(TOKENIZERS),
+            default=DEFAULTS.tokenizer,
+            show_default=True,
+            help="auto: jieba for documents with Chinese text, Unicode words otherwise.",
+        ),
+        click.option(
+            "--ngram",
+            type=click.IntRange(1),
+            default=DEFAULTS.ngram,
+            show_default=True,
+            help="Character n-gram length for --tokenizer chars.",
+        ),
+        click.option(
+            "--shingle",
+            type=click.IntRange(1),
+            default=DEFAULTS.shingle,
+            show_default=True,
+            help="Join N consecutive word tokens into one feature.",
+        ),
+        click.option(
+            "--weights",
+            type=click.Choice(WEIGHTS),
+            default=DEFAULTS.weights,
+            show_default=True,
+            help="Feature weight: term frequency, TF x IDF (jieba's IDF table), or 1.",
+        ),
+        click.option(
+            "--top-k",
+            type=click.IntRange(0),
+            default=DEFAULTS.top_k,
+            show_default=True,
+            help="Keep only the N heaviest features (0: all).",
+        ),
+        click.option(
+            "--bits",
+            type=click.Choice(["64", "128"]),
+            default=str(DEFAULTS.bits),
+            show_default=True,
+            help="Fingerprint width.",
+        ),
+        click.option(
+            "-k",
+            "--distance",
+            type=click.IntRange(0, MAX_DISTANCE),
+            default=DEFAULTS.distance,
+            show_default=True,
+            help="Near-duplicates differ in at most this many bits.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """How inputs are read, spelled the same in every command."""
+    options = [
+        click.option("--jsonl", is_flag=True, help="Read files and stdin as JSONL (automatic for *.jsonl)."),
+        click.option("--text-field", default="text", show_default=True, help="JSONL field with the text."),
+        click.option("--id-field", default="id", show_default=True, help="JSONL field with the id."),
+        click.option(
+            "--features-field",
+            metavar="FIELD",
+            help="JSONL field with a {feature: weight} object to fingerprint as is, instead of text.",
+        ),
+        click.option(
+            "--glob", multiple=True, metavar="PATTERN", help="In directories, read only matching files."
+        ),
+        click.option(
+            "--exclude", multiple=True, metavar="PATTERN", help="In directories, skip matching paths."
+        ),
+        click.option(
+            "--max-doc-size",
+            type=Size(),
+            default="16M",
+            show_default=True,
+            help="Fingerprint only the first SIZE of larger documents (with an error).",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def message_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("-v", "--verbose", is_flag=True, help="Also report settings and index layout.")(f)
+    return click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr but errors.")(f)
+
+
+def _settings(kw: dict[str, Any]) -> Settings:
+    return Settings(
+        tokenizer=kw.pop("tokenizer"),
+        ngram=kw.pop("ngram"),
+        shingle=kw.pop("shingle"),
+        weights=kw.pop("weights"),
+        top_k=kw.pop("top_k"),
+        bits=int(kw.pop("bits")),
+        distance=kw.pop("distance"),
+    )
+
+
+def _read_options(kw: dict[str, Any]) -> ReadOptions:
+    return ReadOptions(
+        jsonl=kw.pop("jsonl"),
+        text_field=kw.pop("text_field"),
+        id_field=kw.pop("id_field"),
+        features_field=kw.pop("features_field"),
+        glob=kw.pop("glob"),
+        exclude=kw.pop("exclude"),
+        max_doc_size=kw.pop("max_doc_size"),
+    )
+
+
+def _sources(paths: tuple[str, ...]) -> list[str]:
+    if paths:
+        return list(paths)
+    if _isatty(sys.stdin):
+        raise CliError("no input: give a PATH, or pipe documents to stdin (see --help)")
+    return [STDIN]
+
+
+# ---------------------------------------------------------------- output files
+
+
+class Outputs(contextlib.ExitStack):
+    """Output files, opened before any work (so a bad path fails at once) and always
+    closed; "-" is stdout, which then belongs to that output alone."""
+
+    def __init__(self, sources: list[str]) -> None:
+        super().__init__()
+        self.sources = [s for s in sources if s != STDIN]
+        self.stdout_owner: str | None = None
+
+    def open(self, path: str | None, what: str) -> IO[bytes] | None:
+        if path is None:
+            return None
+        if path == "-":
+            if self.stdout_owner:
+                raise CliError(f"{what} and {self.stdout_owner} cannot both write to stdout")
+            self.stdout_owner = what
+            return click.get_binary_stream("stdout")
+        for source in self.sources:
+            with contextlib.suppress(OSError):
+                if os.path.samefile(source, path):
+                    raise CliError(f"{what} {path} is also an input; it would be overwritten")
+        try:
+            stream = gzip.open(path, "wb") if path.endswith(".gz") else open(path, "wb")  # noqa: SIM115
+        except OSError as e:
+            raise CliError(f"{path}: cannot write {what}: {e.strerror or e}") from e
+        return self.enter_context(stream)
+
+
+# ---------------------------------------------------------------- the dedup run
+
+
+def _run(
+    sources: list[str],
+    settings: Settings,
+    read_options: ReadOptions,
+    messages: Messages,
+    writers: list[Any],
+    dd: Deduplicator,
+) -> tuple[Summary, Groups, bool]:
+    """Read, fingerprint, decide and write; returns the summary, the groups, and
+    whether the run was interrupted."""
+    summary, groups = Summary(), Groups()
+
+    def on_problem(p: Problem) -> None:
+        if p.severity == "error":
+            summary.errors += 1
+        else:
+            summary.warnings += 1
+        summary.skipped += p.skipped
+        summary.invalid_utf8 += p.kind == "invalid-utf8"
+        messages.problem(p)
+
+    stdin = click.get_binary_stream("stdin")
+    docs = read_documents(sources, read_options, on_problem, stdin=stdin)
+    start = time.perf_counter()
+    interrupted = False
+    try:
+        for decision in _progress(dedup(docs, deduplicator=dd), messages):
+            summary.count(decision)
+            groups.add(decision)
+            for writer in writers:
+                writer.write(decision)
+    except KeyboardInterrupt:
+        interrupted = True
+    summary.seconds = time.perf_counter() - start
+    summary.groups = len(groups)
+    return summary, groups, interrupted
+
+
+def _write_groups(groups: Groups, dd: Deduplicator, fmt: str) -> None:
+    kept_ids, kept_fps, bits = dd.ids, dd.index.fingerprints, dd.settings.bits
+    if fmt == "table":
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table("group", "status", "id", "distance", "fingerprint", box=None, header_style="bold")
+        for row in groups.rows(kept_ids, kept_fps, bits):
+            style = "bold" if row["status"] == "kept" else None
+            table.add_row(*(str(row[c]) for c in GROUP_COLUMNS), style=style)
+        Console(no_color=bool(os.environ.get("NO_COLOR")) or None).print(table)
+        return
+    stream = click.get_binary_stream("stdout")
+    if fmt == "jsonl":
+        out = RecordWriter(stream, "jsonl", ())
+        for record in groups.records(kept_ids, kept_fps, bits):
+            out.write(record)
+    else:
+        out = RecordWriter(stream, fmt, GROUP_COLUMNS)
+        for row in groups.rows(kept_ids, kept_fps, bits):
+            out.write(row)
+    stream.flush()
+
+
+def _finish(
+    summary: Summary,
+    dd: Deduplicator,
+    messages: Messages,
+    interrupted: bool,
+    fail_on_duplicates: bool,
+    summary_json: str | None,
+) -> ExitStatus:
+    if interrupted:
+        status = ExitStatus.INTERRUPTED
+    elif summary.errors:
+        status = ExitStatus.INPUT_ERRORS
+    elif fail_on_duplicates and summary.duplicates:
+        status = ExitStatus.FOUND
+    else:
+        status = ExitStatus.OK
+    if interrupted:
+        messages.info("interrupted: the outputs hold every document decided so far")
+    messages.info(summary.line())
+    stats = dd.index.stats()
+    layout = " + ".join(f"{w}" for _, w in stats.blocks)
+    messages.detail(f"settings: {dd.settings}")
+    messages.detail(
+        f"index: {stats.fingerprints:,} fingerprints; blocks of {layout} bits; "
+        f"largest bucket {stats.largest_bucket:,}; {stats.tables:,} tables, depth {stats.depth}"
+    )
+    if summary_json:
+        record = {**summary.as_dict(), "exit_status": int(status), "settings": vars(dd.settings)}
+        try:
+            with open(summary_json, "w", encoding="utf-8") as f:
+                json.dump(record, f, indent=2)
+                f.write("\n")
+        except OSError as e:
+            messages.problem(Problem(summary_json, "unreadable", f"cannot write summary: {e.strerror}"))
+            status = max(status, ExitStatus.INPUT_ERRORS)
+    return status
+
+
+def _broken_pipe_safe(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`simdedup ... | head`: stop quietly when the reader of stdout goes away."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except BrokenPipeError:
+            # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(ExitStatus.BROKEN_PIPE)
+
+    return wrapper
+
+
+# ---------------------------------------------------------------- commands
+
+
+@click.group(cls=SimdedupGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="simdedup")
+def main() -> None:
+    """Find near-duplicate text with 64-bit SimHash fingerprints and a block index.
+
+    \b
+      simdedup scan corpus/                      # what duplicates what, in a directory
+      zcat crawl.jsonl.gz | simdedup filter --jsonl > clean.jsonl
+      simdedup compare a.txt b.txt               # why two documents are (not) near
+
+    Run `simdedup COMMAND --help` for each command's options.
+    """
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@input_options
+@fingerprint_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "tsv", "jsonl", "csv"]),
+    help="Duplicate groups on stdout: a table on a terminal, tsv otherwise.",
+)
+@click.option("--unique", metavar="FILE", help="Write unique documents in their input form ('-': stdout).")
+@click.option(
+    "--duplicates",
+    metavar="FILE",
+    help="Write one record per duplicate: JSONL, or CSV/TSV by name ('-': stdout).",
+)
+@click.option("--report", metavar="FILE", help="Write one JSONL record per document, in input order.")
+@click.option("--summary-json", metavar="FILE", help="Write the run's counts as JSON (for cron).")
+@click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any duplicate is found.")
+@click.option("--drop-empty", is_flag=True, help="Leave empty documents out of --unique.")
+@message_options
+@_broken_pipe_safe
+def scan(paths: tuple[str, ...], **kw: Any) -> None:
+    """Find near-duplicates in files, directories or stdin and list what duplicates what.
+
+    PATH is a directory (each file below it is a document), a file (one document per
+    line; JSONL records for *.jsonl or --jsonl), or - for stdin. .gz is read as is.
+
+    \b
+    Examples:
+      simdedup scan corpus/
+      simdedup scan pages.jsonl --unique kept.jsonl --duplicates dups.csv
+      simdedup scan notes.txt --format jsonl -k 5
+    """
+    settings, read_options = _settings(kw), _read_options(kw)
+    messages = Messages(kw["quiet"], kw["verbose"])
+    sources = _sources(paths)
+    dd = Deduplicator(settings)
+    with Outputs(sources) as outputs:
+        writers: list[Any] = []
+        if (f := outputs.open(kw["unique"], "--unique")) is not None:
+            writers.append(UniqueWriter(f, keep_empty=not kw["drop_empty"]))
+        if (f := outputs.open(kw["duplicates"], "--duplicates")) is not None:
+            fmt = format_for(kw["duplicates"])
+            writers.append(DuplicatesWriter(f, fmt, settings.bits, dd.index.fingerprints))
+        if (f := outputs.open(kw["report"], "--report")) is not None:
+            writers.append(ReportWriter(f, format_for(kw["report"]), settings.bits))
+        summary, groups, interrupted = _run(sources, settings, read_options, messages, writers, dd)
+    if outputs.stdout_owner is None:
+        fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
+        _write_groups(groups, dd, fmt)
+    status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], kw["summary_json"])
+    sys.exit(status)
+
+
+@main.command(name="filter")
+@click.argument("source", required=False, type=click.Path())
+@input_options
+@fingerprint_options
+@click.option("--duplicates", metavar="FILE", help="Also write one record per duplicate (JSONL, CSV, TSV).")
+@click.option("--report", metavar="FILE", help="Write one JSONL record per document, in input order.")
+@click.option("--summary-json", metavar="FILE", help="Write the run's counts as JSON.")
+@click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any duplicate is found.")
+@click.option("--drop-empty", is_flag=True, help="Leave empty documents out.")
+@message_options
+@_broken_pipe_safe
+def filter_(source: str | None, **kw: Any) -> None:
+    """Copy stdin (or FILE) to stdout without its near-duplicates: a pipeline stage.
+
+    Lines (or JSONL records, with --jsonl) come out unchanged, in input order; the
+    first of each group of near-duplicates stays. Nothing else is written to stdout.
+
+    \b
+    Example:
+      zcat crawl.jsonl.gz | simdedup filter --jsonl --duplicates dups.jsonl > clean.jsonl
+    """
+    settings, read_options = _settings(kw), _read_options(kw)
+    messages = Messages(kw["quiet"], kw["verbose"])
+    sources = _sources((source,) if source else ())
+    dd = Deduplicator(settings)
+    with Outputs(sources) as outputs:
+        stdout = outputs.open("-", "filter output")
+        assert stdout is not None
+        writers: list[Any] = [UniqueWriter(stdout, keep_empty=not kw["drop_empty"])]
+        if (f := outputs.open(kw["duplicates"], "--duplicates")) is not None:
+            fmt = format_for(kw["duplicates"])
+            writers.append(DuplicatesWriter(f, fmt, settings.bits, dd.index.fingerprints))
+        if (f := outputs.open(kw["report"], "--report")) is not None:
+            writers.append(ReportWriter(f, format_for(kw["report"]), settings.bits))
+        summary, _, interrupted = _run(sources, settings, read_options, messages, writers, dd)
+        stdout.flush()
+    status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], kw["summary_json"])
+    sys.exit(status)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@input_options
+@fingerprint_options
+@click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True)
+@message_options
+@_broken_pipe_safe
+def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
+    """Print each document's fingerprint: FINGERPRINT<TAB>ID, in input order.
+
+    An empty document (no features) has no fingerprint: "-" in TSV, null in JSONL.
+
+    \b
+    Example:
+      simdedup fingerprint corpus/ | sort > fingerprints.tsv
+    """
+    settings, read_options = _settings(kw), _read_options(kw)
+    messages = Messages(kw["quiet"], kw["verbose"])
+    errors = 0
+
+    def on_problem(p: Problem) -> None:
+        nonlocal errors
+        errors += p.severity == "error"
+        messages.problem(p)
+
+    stream = click.get_binary_stream("stdout")
+    out = RecordWriter(stream, "jsonl", ()) if fmt == "jsonl" else None
+    docs = read_documents(_sources(paths), read_options, on_problem, click.get_binary_stream("stdin"))
+    try:
+        for batch in batches(docs, BATCH_SIZE):
+            for doc, fp in zip(batch, fingerprint_documents(batch, settings)):
+                hex_fp = None if fp is None else format_fingerprint(fp, settings.bits)
+                if out is not None:
+                    out.write({"id": doc.id, "fingerprint": hex_fp})
+                else:
+                    stream.write(f"{hex_fp or '-'}\t{doc.id}\n".encode())
+    except KeyboardInterrupt:
+        stream.flush()
+        sys.exit(ExitStatus.INTERRUPTED)
+    stream.flush()
+    sys.exit(ExitStatus.INPUT_ERRORS if errors else ExitStatus.OK)
+
+
+def _read_whole(path: str) -> Document:
+    if path == STDIN:
+        data = click.get_binary_stream("stdin").read()
+    else:
+        try:
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise CliError(f"{path}: {e.strerror or e}") from e
+    return Document(path, data.decode("utf-8", "replace"), os.fsencode(path))
+
+
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path())
+@click.option("--text", "texts", multiple=True, help="A document given inline (twice, instead of files).")
+@fingerprint_options
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON object.")
+@click.option(
+    "--features",
+    "shown",
+    type=click.IntRange(0),
+    default=8,
+    show_default=True,
+    help="How many of each side's unshared features to show.",
+)
+def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown: int, **kw: Any) -> None:
+    """Compare two documents: fingerprints, distance, agreeing blocks, unshared features.
+
+    Each FILE is one whole document. Exits 0 when the two are within the distance
+    (near-duplicates), 1 when they are not.
+
+    \b
+    Examples:
+      simdedup compare a.txt b.txt
+      simdedup compare --text "the cat sat on the mat" --text "the cat sat on a mat"
+    """
+    settings = _settings(kw)
+    if len(files) + len(texts) != 2:
+        raise CliError("compare takes exactly two documents: two FILEs, or --text twice")
+    docs = [_read_whole(f) for f in files] + [
+        Document(f"--text {i + 1}", t, b"") for i, t in enumerate(texts)
+    ]
+    features = [extract(d.text, settings) for d in docs]
+    fa, fb = fingerprint_batch(features, settings.bits)
+    names = [d.id for d in docs]
+    if fa is None or fb is None:
+        empty = names[0] if fa is None else names[1]
+        raise CliError(
+            f"{empty} has no features (empty, or only whitespace and punctuation)", ExitStatus.FOUND
+        )
+    d = hamming(fa, fb)
+    near = d <= settings.distance
+    agree = [
+        i + 1 for i, (start, w) in enumerate(settings.blocks) if ((fa ^ fb) >> start) & ((1 << w) - 1) == 0
+    ]
+
+    def only(mine: dict[str, float], theirs: dict[str, float]) -> list[tuple[str, float]]:
+        return sorted(((t, w) for t, w in mine.items() if t not in theirs), key=lambda tw: (-tw[1], tw[0]))[
+            :shown
+        ]
+
+    only_a, only_b = only(features[0], features[1]), only(features[1], features[0])
+    result = {
+        "a": {
+            "id": names[0],
+            "fingerprint": format_fingerprint(fa, settings.bits),
+            "features": len(features[0]),
+        },
+        "b": {
+            "id": names[1],
+            "fingerprint": format_fingerprint(fb, settings.bits),
+            "features": len(features[1]),
+        },
+        "distance": d,
+        "bits": settings.bits,
+        "k": settings.distance,
+        "similarity": round(1 - d / settings.bits, 6),
+        "near": near,
+        "blocks_agreeing": agree,
+        "blocks": len(settings.blocks),
+        "only_in_a": [{"feature": t, "weight": w} for t, w in only_a],
+        "only_in_b": [{"feature": t, "weight": w} for t, w in only_b],
+    }
+    if as_json:
+        click.echo(json.dumps(result, ensure_ascii=False))
+    else:
+
+        def feats(items: list[tuple[str, float]]) -> str:
+            return ", ".join(f"{t!r} ({w:g})" for t, w in items) or "-"
+
+        verdict = "near-duplicates" if near else "not near-duplicates"
+        blocks = ", ".join(map(str, agree)) or "none"
+        lines = [
+            f"a           {result['a']['fingerprint']}  {names[0]} ({len(features[0])} features)",
+            f"b           {result['b']['fingerprint']}  {names[1]} ({len(features[1])} features)",
+            f"distance    {d} of {settings.bits} bits (k = {settings.distance}): {verdict}",
+            f"similarity  {result['similarity']:.4f}",
+            f"blocks      {blocks} of {len(settings.blocks)} agree",
+            f"only in a   {feats(only_a)}",
+            f"only in b   {feats(only_b)}",
+        ]
+        click.echo("\n".join(lines))
+    sys.exit(ExitStatus.OK if near else ExitStatus.FOUND)

@@ -1,0 +1,118 @@
+"""Stage 2: turn a document's text into weighted features.
+
+Normalize (NFKC, case folding), split into tokens (Unicode words, jieba words for
+Chinese, or character n-grams), optionally join word shingles, and weigh them.
+Pure functions of (text, Settings): no I/O beyond jieba's own dictionaries, no printing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Mapping
+from functools import lru_cache
+from types import ModuleType
+
+from .settings import Settings
+
+Features = dict[str, float]
+
+_WORD = re.compile(r"\w+")
+# CJK Unified Ideographs (with extension A and compatibility ideographs): text jieba should cut.
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def normalize(text: str) -> str:
+    """Unicode NFKC (full-width to half-width, ligatures, ...) then case folding."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def has_chinese(text: str) -> bool:
+    return _HAN.search(text) is not None
+
+
+@lru_cache(maxsize=1)
+def _jieba() -> ModuleType:
+    """Import jieba on first use only, and keep it quiet ("Building prefix dict ...")."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba
+
+
+def jieba_words(text: str) -> list[str]:
+    """jieba's default (accurate) mode, keeping only tokens with a word character."""
+    return [t for t in _jieba().lcut(text) if _WORD.search(t)]
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def char_ngrams(text: str, n: int) -> list[str]:
+    """Character n-grams over the word tokens joined by single spaces.
+
+    Joining by single spaces makes the features blind to whitespace and punctuation.
+    A text shorter than n characters is one feature.
+    """
+    joined = " ".join(_WORD.findall(text))
+    if len(joined) <= n:
+        return [joined] if joined else []
+    return [joined[i : i + n] for i in range(len(joined) - n + 1)]
+
+
+def shingles(tokens: list[str], n: int) -> list[str]:
+    """Runs of n consecutive tokens joined by a space; fewer than n tokens make one shingle."""
+    if n == 1 or not tokens:
+        return tokens
+    if len(tokens) <= n:
+        return [" ".join(tokens)]
+    return [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+
+
+def tokenize(text: str, settings: Settings) -> list[str]:
+    """The normalized text's tokens (after shingling), in text order."""
+    text = normalize(text)
+    tokenizer = settings.tokenizer
+    if tokenizer == "auto":
+        tokenizer = "jieba" if has_chinese(text) else "words"
+    if tokenizer == "chars":
+        return char_ngrams(text, settings.ngram)
+    tokens = jieba_words(text) if tokenizer == "jieba" else words(text)
+    return shingles(tokens, settings.shingle)
+
+
+@lru_cache(maxsize=1)
+def _idf_table() -> tuple[Mapping[str, float], float]:
+    """jieba's IDF table and its median, used for unknown features (as jieba.analyse does)."""
+    _jieba()
+    from jieba.analyse import default_tfidf
+
+    return default_tfidf.idf_freq, default_tfidf.median_idf
+
+
+def weigh(tokens: list[str], settings: Settings) -> Features:
+    """Feature -> weight: term frequency, TF x IDF, or 1 per distinct feature.
+
+    With settings.top_k, only the top_k heaviest features are kept (ties: the
+    lexicographically smaller feature), like the seeds' keyword extraction.
+    """
+    counts = Counter(tokens)
+    if settings.weights == "binary":
+        weights: Features = dict.fromkeys(counts, 1.0)
+    elif settings.weights == "tfidf":
+        idf, median = _idf_table()
+        weights = {t: c * idf.get(t, median) for t, c in counts.items()}
+    else:
+        weights = {t: float(c) for t, c in counts.items()}
+    if settings.top_k and len(weights) > settings.top_k:
+        heaviest = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.top_k]
+        weights = dict(heaviest)
+    return weights
+
+
+def extract(text: str, settings: Settings) -> Features:
+    """A document's weighted features: tokenize, then weigh."""
+    return weigh(tokenize(text, settings), settings)

@@ -1,0 +1,130 @@
+"""Stage 3: weighted features -> SimHash fingerprints, a batch at a time.
+
+Each feature's hash adds its weight to column i where bit i is 1 and subtracts it
+where bit i is 0; bit i of the fingerprint is 1 when column i's sum is > 0.
+Bit i of a fingerprint is `(fp >> i) & 1`. Pure functions over batches: a document's
+fingerprint never depends on the batch it is in. Never prints, never reads files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import xxhash
+
+from .features import extract
+from .settings import Settings
+
+#: feature -> unsigned hash with at least `bits` bits; bit i of the result feeds column i.
+HashFunc = Callable[[str], int]
+
+_MASK64 = (1 << 64) - 1
+
+
+class FeatureHasher:
+    """xxh3 (64 or 128 bits) of a feature's UTF-8 bytes, with a bounded cache.
+
+    Feature frequencies follow Zipf's law, so most lookups hit the cache. The cache
+    is dropped when pickled (for process pools and Dask) and when it is full.
+    """
+
+    def __init__(self, bits: int = 64, seed: int = 0, cache_size: int = 1 << 20) -> None:
+        if bits not in (64, 128):
+            raise ValueError("xxh3 feature hashes are 64 or 128 bits")
+        self.bits = bits
+        self.seed = seed
+        self.cache_size = cache_size
+        self._digest = xxhash.xxh3_64_intdigest if bits == 64 else xxhash.xxh3_128_intdigest
+        self._cache: dict[str, int] = {}
+
+    def __call__(self, feature: str) -> int:
+        h = self._cache.get(feature)
+        if h is None:
+            if len(self._cache) >= self.cache_size:
+                self._cache.clear()
+            h = self._cache[feature] = self._digest(feature.encode("utf-8"), self.seed)
+        return h
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"bits": self.bits, "seed": self.seed, "cache_size": self.cache_size}
+
+    def __setstate__(self, state: dict[str, int]) -> None:
+        self.__init__(state["bits"], state["seed"], state["cache_size"])  # type: ignore[misc]
+
+
+def hash_bits(hashes: Sequence[int], bits: int) -> np.ndarray:
+    """An (n, bits) uint8 matrix of 0/1: row r, column i is bit i of hashes[r]."""
+    words = (bits + 63) // 64
+    lanes = np.empty((len(hashes), words), dtype="<u8")
+    for w in range(words):
+        lanes[:, w] = [(h >> (64 * w)) & _MASK64 for h in hashes]
+    as_bytes = lanes.view(np.uint8).reshape(len(hashes), 8 * words)
+    return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :bits]
+
+
+def column_sums(
+    batch: Sequence[Mapping[str, float]], bits: int = 64, hashfunc: HashFunc | None = None
+) -> np.ndarray:
+    """The (n_documents, bits) column sums of each document's weighted feature hashes.
+
+    Each document's rows are summed in its own feature order, so the result does not
+    depend on the other documents in the batch.
+    """
+    hashfunc = hashfunc or FeatureHasher(bits)
+    hashes: list[int] = []
+    weights: list[float] = []
+    starts = np.empty(len(batch), dtype=np.intp)
+    for d, features in enumerate(batch):
+        starts[d] = len(hashes)
+        for feature, weight in features.items():
+            hashes.append(hashfunc(feature))
+            weights.append(weight)
+    sums = np.zeros((len(batch), bits), dtype=np.float64)
+    if not hashes:
+        return sums
+    signed = hash_bits(hashes, bits).astype(np.float64)
+    signed *= 2.0
+    signed -= 1.0
+    signed *= np.asarray(weights, dtype=np.float64)[:, None]
+    ends = np.append(starts[1:], len(hashes))
+    nonempty = np.flatnonzero(ends > starts)
+    sums[nonempty] = np.add.reduceat(signed, starts[nonempty], axis=0)
+    return sums
+
+
+def fingerprints_from_sums(sums: np.ndarray) -> list[int]:
+    """Bit i is 1 where column i's sum is > 0 (the seeds' rule), else 0."""
+    packed = np.packbits(sums > 0, axis=1, bitorder="little")
+    return [int.from_bytes(row.tobytes(), "little") for row in packed]
+
+
+def fingerprint_batch(
+    batch: Sequence[Mapping[str, float]], bits: int = 64, hashfunc: HashFunc | None = None
+) -> list[int | None]:
+    """SimHash fingerprints of weighted feature sets; None for a set with no weight at all.
+
+    A document with no features is `empty`: it gets no fingerprint, so it can never
+    collide with the all-zero fingerprint of a real document.
+    """
+    fps = fingerprints_from_sums(column_sums(batch, bits, hashfunc))
+    return [fp if any(features.values()) else None for fp, features in zip(fps, batch)]
+
+
+def fingerprint_texts(
+    texts: Iterable[str], settings: Settings | None = None, hashfunc: HashFunc | None = None
+) -> list[int | None]:
+    """Fingerprints of raw texts under `settings` (the library's one-call entry point)."""
+    settings = settings or Settings()
+    hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
+    return fingerprint_batch([extract(t, settings) for t in texts], settings.bits, hashfunc)
+
+
+def distance(a: int, b: int) -> int:
+    """Hamming distance: the number of bits in which two fingerprints differ."""
+    return (a ^ b).bit_count()
+
+
+def format_fingerprint(fp: int, bits: int = 64) -> str:
+    """Unsigned, zero-padded lowercase hex: 16 digits for 64 bits, 32 for 128."""
+    return f"{fp:0{bits // 4}x}"

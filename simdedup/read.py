@@ -1,0 +1,307 @@
+"""Stage 1: read documents as a stream from files, JSONL records, directories or stdin.
+
+Yields Documents in input order and reports every input problem to a callback as a
+Problem (never printing, never raising for one bad input): the run goes on with the rest.
+Nothing is read whole: line files stream line by line, directories file by file.
+"""
+
+from __future__ import annotations
+
+import codecs
+import fnmatch
+import gzip
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+#: Larger documents are fingerprinted on their first MAX_DOC_SIZE characters.
+MAX_DOC_SIZE = 16 * 1024 * 1024
+_SNIFF = 8192  # bytes looked at for a NUL to call a file binary
+
+STDIN = "-"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One document: its id, its text (or given features), and its input form.
+
+    `raw` is what --unique writes back: the line or JSONL record unchanged (bytes, so
+    invalid UTF-8 survives), or the path of a directory member.
+    """
+
+    id: str
+    text: str
+    raw: bytes
+    features: dict[str, float] | None = None
+
+
+# kind -> (severity, whether the document or file is left out of the results)
+PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
+    "missing": ("error", True),
+    "unreadable": ("error", True),
+    "empty-file": ("error", False),
+    "bad-json": ("error", True),
+    "bad-record": ("error", True),
+    "invalid-utf8": ("error", False),
+    "too-large": ("error", False),
+    "symlink-loop": ("error", True),
+    "binary": ("warning", True),
+    "revisited": ("warning", True),
+    "not-a-file": ("warning", True),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something wrong with one input: `where` is PATH or PATH:LINE."""
+
+    where: str
+    kind: str
+    message: str
+
+    @property
+    def severity(self) -> str:
+        return PROBLEM_KINDS[self.kind][0]
+
+    @property
+    def skipped(self) -> bool:
+        return PROBLEM_KINDS[self.kind][1]
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+OnProblem = Callable[[Problem], None]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How inputs are interpreted; shared by every command."""
+
+    jsonl: bool = False
+    text_field: str = "text"
+    id_field: str = "id"
+    features_field: str | None = None
+    glob: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_doc_size: int = MAX_DOC_SIZE
+
+    def is_jsonl(self, path: str) -> bool:
+        return self.jsonl or path.endswith((".jsonl", ".jsonl.gz"))
+
+
+def read_documents(
+    paths: Sequence[str],
+    options: ReadOptions,
+    on_problem: OnProblem,
+    stdin: IO[bytes] | None = None,
+) -> Iterator[Document]:
+    """Every document of every path, in order: directories walked, files by line, "-" = stdin."""
+    for path in paths:
+        if path == STDIN:
+            if stdin is None:
+                raise ValueError("'-' needs a stdin stream")
+            yield from _read_stream(stdin, STDIN, options, on_problem)
+        elif os.path.isdir(path):
+            yield from _read_tree(path, options, on_problem)
+        elif not os.path.lexists(path):
+            on_problem(Problem(path, "missing", "no such file or directory"))
+        else:
+            yield from _read_file(path, options, on_problem)
+
+
+def _open(path: str) -> IO[bytes]:
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def _read_file(path: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[Document]:
+    try:
+        stream = _open(path)
+    except OSError as e:
+        on_problem(Problem(path, "unreadable", e.strerror or str(e)))
+        return
+    with stream:
+        yield from _read_stream(stream, path, options, on_problem)
+
+
+def _read_stream(
+    stream: IO[bytes], name: str, options: ReadOptions, on_problem: OnProblem
+) -> Iterator[Document]:
+    """One document per line (or JSONL record) of a binary stream."""
+    jsonl = options.is_jsonl(name)
+    lineno = 0
+    try:
+        for lineno, line in enumerate(stream, 1):  # noqa: B007 (lineno is used after the loop)
+            raw = line.rstrip(b"\n").rstrip(b"\r")
+            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            where = f"{name}:{lineno}"
+            text = _decode(raw, where, on_problem)
+            if jsonl:
+                doc = _parse_record(text, raw, where, options, on_problem)
+                if doc is None:
+                    continue
+            else:
+                doc = Document(where, text, raw)
+            if len(raw) > options.max_doc_size:
+                doc = _truncated(doc, where, options.max_doc_size, on_problem)
+            yield doc
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        where = f"{name}:{lineno + 1}" if lineno else name
+        on_problem(Problem(where, "unreadable", f"cannot read further: {e}"))
+        return
+    if lineno == 0:
+        on_problem(Problem(name, "empty-file", "empty file: no documents in it"))
+
+
+def _decode(raw: bytes, where: str, on_problem: OnProblem) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        on_problem(
+            Problem(where, "invalid-utf8", f"invalid UTF-8 at byte {e.start + 1}, decoded with replacement")
+        )
+        return raw.decode("utf-8", "replace")
+
+
+def _truncated(doc: Document, where: str, limit: int, on_problem: OnProblem) -> Document:
+    on_problem(
+        Problem(
+            where,
+            "too-large",
+            f"document is {len(doc.raw) / 2**20:.1f} MiB; fingerprinted its first "
+            f"{limit / 2**20:.1f} MiB (--max-doc-size)",
+        )
+    )
+    return Document(doc.id, doc.text[:limit], doc.raw, doc.features)
+
+
+def _parse_record(
+    text: str, raw: bytes, where: str, options: ReadOptions, on_problem: OnProblem
+) -> Document | None:
+    if not text.strip():
+        return None  # blank lines between records are not records
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as e:
+        on_problem(Problem(where, "bad-json", f"not JSON: {e.msg} at column {e.colno}"))
+        return None
+    if not isinstance(record, dict):
+        on_problem(Problem(where, "bad-record", f"a JSON {type(record).__name__}, not an object"))
+        return None
+    ident = record.get(options.id_field)
+    doc_id = where if ident is None else ident if isinstance(ident, str) else json.dumps(ident)
+    if options.features_field is not None:
+        features = _features(record.get(options.features_field))
+        if features is None:
+            on_problem(
+                Problem(
+                    where,
+                    "bad-record",
+                    f"no {options.features_field!r} object of feature -> number",
+                )
+            )
+            return None
+        return Document(doc_id, "", raw, features)
+    body = record.get(options.text_field)
+    if not isinstance(body, str):
+        what = "no" if body is None else f"a non-string ({type(body).__name__})"
+        on_problem(Problem(where, "bad-record", f"{what} {options.text_field!r} field"))
+        return None
+    return Document(doc_id, body, raw)
+
+
+def _features(value: object) -> dict[str, float] | None:
+    if not isinstance(value, dict):
+        return None
+    features = {}
+    for key, weight in value.items():
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            return None
+        features[key] = float(weight)
+    return features
+
+
+def _read_tree(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[Document]:
+    """Each regular file below `top` is one document, in sorted path order."""
+    for path in _walk(top, options, on_problem):
+        doc = _read_member(path, options, on_problem)
+        if doc is not None:
+            yield doc
+
+
+def _excluded(rel: str, name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _walk(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[str]:
+    seen: set[tuple[int, int]] = set()
+
+    def visit(directory: str, ancestors: frozenset[tuple[int, int]]) -> Iterator[str]:
+        try:
+            st = os.stat(directory)
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as e:
+            on_problem(Problem(directory, "unreadable", e.strerror or str(e)))
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in ancestors:
+            on_problem(Problem(directory, "symlink-loop", "symbolic link loop; not followed"))
+            return
+        if key in seen:
+            on_problem(Problem(directory, "revisited", "already read through another link; skipped"))
+            return
+        seen.add(key)
+        ancestors = ancestors | {key}
+        for entry in entries:
+            rel = os.path.relpath(entry.path, top)
+            if _excluded(rel, entry.name, options.exclude):
+                continue
+            try:
+                is_dir = entry.is_dir()
+                is_file = not is_dir and entry.is_file()
+            except OSError as e:
+                on_problem(Problem(entry.path, "unreadable", e.strerror or str(e)))
+                continue
+            if is_dir:
+                yield from visit(entry.path, ancestors)
+            elif options.glob and not _excluded(rel, entry.name, options.glob):
+                continue
+            elif is_file:
+                yield entry.path
+            elif entry.is_symlink():
+                on_problem(Problem(entry.path, "unreadable", "broken symbolic link"))
+            else:
+                on_problem(Problem(entry.path, "not-a-file", "not a regular file; skipped"))
+
+    yield from visit(top, frozenset())
+
+
+def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Document | None:
+    limit = options.max_doc_size
+    try:
+        with _open(path) as f:
+            data = f.read(limit + 1)
+    except (OSError, EOFError) as e:
+        on_problem(Problem(path, "unreadable", getattr(e, "strerror", None) or str(e)))
+        return None
+    if b"\0" in data[:_SNIFF]:
+        on_problem(Problem(path, "binary", "binary file; skipped"))
+        return None
+    raw = os.fsencode(path)
+    truncated = len(data) > limit
+    data = data[:limit]
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    try:
+        # An incremental decoder lets a cut-off multi-byte character at the limit go quietly.
+        text = codecs.getincrementaldecoder("utf-8")().decode(data, final=not truncated)
+    except UnicodeDecodeError:
+        text = _decode(data, path, on_problem)
+    if truncated:
+        on_problem(
+            Problem(path, "too-large", f"file is over {limit / 2**20:.1f} MiB; fingerprinted its first part")
+        )
+    return Document(path, text, raw)

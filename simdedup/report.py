@@ -1,0 +1,225 @@
+"""Stage 6: write what was decided: unique documents, duplicates, per-document reports,
+duplicate groups and the run summary.
+
+Writers take binary streams and write one complete line per record, so output that is
+cut short (Ctrl-C, a full disk) still parses up to its last line. Never prints to the
+terminal itself: the CLI hands it the streams.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import IO, Any
+
+from .dedup import Decision
+from .fingerprint import format_fingerprint
+
+TABULAR = ("tsv", "csv")
+
+
+def _json_line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _tsv_field(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+class RecordWriter:
+    """Rows of named fields as JSONL, CSV (with a header) or TSV (with a header).
+
+    TSV escapes backslash, tab and newline inside fields as \\\\, \\t and \\n.
+    """
+
+    def __init__(self, stream: IO[bytes], fmt: str, columns: tuple[str, ...]) -> None:
+        if fmt not in ("jsonl", *TABULAR):
+            raise ValueError(f"unknown record format {fmt!r}")
+        self.stream, self.fmt, self.columns = stream, fmt, columns
+        if fmt in TABULAR:
+            self._write_row(columns)
+
+    def _write_row(self, values: tuple[object, ...]) -> None:
+        if self.fmt == "tsv":
+            line = "\t".join(_tsv_field(v) for v in values) + "\n"
+        else:
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerow(["" if v is None else v for v in values])
+            line = buf.getvalue()
+        self.stream.write(line.encode("utf-8"))
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.fmt == "jsonl":
+            self.stream.write(_json_line(record))
+        else:
+            self._write_row(tuple(record[c] for c in self.columns))
+
+
+def format_for(path: str, default: str = "jsonl") -> str:
+    """The record format a file name asks for: .csv, .tsv, else `default`."""
+    for fmt in TABULAR:
+        if path.endswith(f".{fmt}") or path.endswith(f".{fmt}.gz"):
+            return fmt
+    return default
+
+
+def fingerprint_text(fp: int | None, bits: int) -> str | None:
+    return None if fp is None else format_fingerprint(fp, bits)
+
+
+class UniqueWriter:
+    """Unique (and empty) documents in their input form: the line, the JSONL record
+    unchanged, or a directory member's path."""
+
+    def __init__(self, stream: IO[bytes], *, keep_empty: bool = True) -> None:
+        self.stream, self.keep_empty = stream, keep_empty
+
+    def write(self, decision: Decision) -> None:
+        if decision.status == "unique" or (decision.status == "empty" and self.keep_empty):
+            self.stream.write(decision.doc.raw + b"\n")
+
+
+DUPLICATE_COLUMNS = ("id", "duplicate_of", "distance", "fingerprint", "duplicate_of_fingerprint")
+
+
+class DuplicatesWriter:
+    """One record per duplicate: its id, the kept id it duplicates, distance, fingerprints."""
+
+    def __init__(self, stream: IO[bytes], fmt: str, bits: int, kept_fingerprints: Any) -> None:
+        self.out = RecordWriter(stream, fmt, DUPLICATE_COLUMNS)
+        self.bits, self.kept = bits, kept_fingerprints
+
+    def write(self, decision: Decision) -> None:
+        if decision.status != "duplicate":
+            return
+        self.out.write(
+            {
+                "id": decision.doc.id,
+                "duplicate_of": decision.duplicate_of,
+                "distance": decision.distance,
+                "fingerprint": fingerprint_text(decision.fingerprint, self.bits),
+                "duplicate_of_fingerprint": fingerprint_text(self.kept[decision.row], self.bits),
+            }
+        )
+
+
+REPORT_COLUMNS = ("id", "fingerprint", "status", "duplicate_of", "distance")
+
+
+class ReportWriter:
+    """One record per document, in input order: id, fingerprint, status, duplicate_of, distance."""
+
+    def __init__(self, stream: IO[bytes], fmt: str, bits: int) -> None:
+        self.out = RecordWriter(stream, fmt, REPORT_COLUMNS)
+        self.bits = bits
+
+    def write(self, decision: Decision) -> None:
+        self.out.write(
+            {
+                "id": decision.doc.id,
+                "fingerprint": fingerprint_text(decision.fingerprint, self.bits),
+                "status": decision.status,
+                "duplicate_of": decision.duplicate_of,
+                "distance": decision.distance,
+            }
+        )
+
+
+@dataclass
+class Groups:
+    """The duplicate groups, collected as decisions arrive: kept row -> its duplicates.
+
+    Only documents in a group are held (id, fingerprint, distance), never their text.
+    """
+
+    members: dict[int, list[tuple[str, int, int]]] = field(default_factory=dict)
+
+    def add(self, decision: Decision) -> None:
+        if decision.status == "duplicate":
+            assert decision.row is not None and decision.fingerprint is not None
+            entry = (decision.doc.id, decision.distance or 0, decision.fingerprint)
+            self.members.setdefault(decision.row, []).append(entry)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def rows(self, kept_ids: Any, kept_fps: Any, bits: int) -> Iterator[dict[str, Any]]:
+        """Flat rows, groups in the kept document's input order: the kept one, then its duplicates."""
+        for group, row in enumerate(sorted(self.members), 1):
+            yield {
+                "group": group,
+                "status": "kept",
+                "id": kept_ids[row],
+                "distance": 0,
+                "fingerprint": format_fingerprint(kept_fps[row], bits),
+            }
+            for doc_id, d, fp in self.members[row]:
+                yield {
+                    "group": group,
+                    "status": "duplicate",
+                    "id": doc_id,
+                    "distance": d,
+                    "fingerprint": format_fingerprint(fp, bits),
+                }
+
+    def records(self, kept_ids: Any, kept_fps: Any, bits: int) -> Iterator[dict[str, Any]]:
+        """One nested record per group, for --format jsonl."""
+        for group, row in enumerate(sorted(self.members), 1):
+            yield {
+                "group": group,
+                "kept": kept_ids[row],
+                "fingerprint": format_fingerprint(kept_fps[row], bits),
+                "duplicates": [
+                    {"id": i, "distance": d, "fingerprint": format_fingerprint(fp, bits)}
+                    for i, d, fp in self.members[row]
+                ],
+            }
+
+
+GROUP_COLUMNS = ("group", "status", "id", "distance", "fingerprint")
+
+
+@dataclass
+class Summary:
+    """Counts for the run; `errors` counts input problems, `skipped` inputs left out."""
+
+    documents: int = 0
+    unique: int = 0
+    duplicates: int = 0
+    empty: int = 0
+    skipped: int = 0
+    errors: int = 0
+    warnings: int = 0
+    invalid_utf8: int = 0
+    groups: int = 0
+    seconds: float = 0.0
+
+    def count(self, decision: Decision) -> None:
+        self.documents += 1
+        if decision.status == "unique":
+            self.unique += 1
+        elif decision.status == "duplicate":
+            self.duplicates += 1
+        else:
+            self.empty += 1
+
+    @property
+    def docs_per_second(self) -> float:
+        return self.documents / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["seconds"] = round(self.seconds, 3)
+        out["docs_per_second"] = round(self.docs_per_second, 1)
+        return out
+
+    def line(self) -> str:
+        return (
+            f"{self.documents:,} documents: {self.unique:,} unique, {self.duplicates:,} duplicates "
+            f"in {self.groups:,} groups, {self.empty:,} empty, {self.skipped:,} skipped, "
+            f"{self.errors:,} errors; {self.seconds:.2f} s ({self.docs_per_second:,.0f} docs/s)"
+        )

@@ -1,0 +1,92 @@
+"""Fingerprint and index settings, and everything derived from them, in one place.
+
+A Settings value fully determines a document's fingerprint; the block layout of the
+index follows from `bits` and `distance` and is never asked for separately.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .status import SettingsError
+
+#: Bumped whenever the same text and settings could give a different fingerprint.
+FINGERPRINT_SPEC_VERSION = 1
+
+Tokenizer = Literal["auto", "words", "jieba", "chars"]
+Weights = Literal["tf", "tfidf", "binary"]
+
+TOKENIZERS: tuple[str, ...] = ("auto", "words", "jieba", "chars")
+WEIGHTS: tuple[str, ...] = ("tf", "tfidf", "binary")
+BIT_WIDTHS: tuple[int, ...] = (64, 128)
+MAX_DISTANCE = 16
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How documents become fingerprints, and how near two fingerprints must be.
+
+    >>> Settings().blocks
+    ((0, 16), (16, 16), (32, 16), (48, 16))
+    """
+
+    tokenizer: Tokenizer = "auto"
+    ngram: int = 3
+    shingle: int = 1
+    weights: Weights = "tf"
+    top_k: int = 0
+    bits: int = 64
+    distance: int = 3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.tokenizer not in TOKENIZERS:
+            raise SettingsError(f"unknown tokenizer {self.tokenizer!r}")
+        if self.weights not in WEIGHTS:
+            raise SettingsError(f"unknown weighting {self.weights!r}")
+        if self.bits not in BIT_WIDTHS:
+            raise SettingsError(f"--bits must be one of {BIT_WIDTHS}, not {self.bits}")
+        if not 0 <= self.distance <= MAX_DISTANCE:
+            raise SettingsError(f"--distance must be 0..{MAX_DISTANCE}, not {self.distance}")
+        if self.ngram < 1:
+            raise SettingsError("--ngram must be at least 1")
+        if self.shingle < 1:
+            raise SettingsError("--shingle must be at least 1")
+        if self.shingle > 1 and self.tokenizer == "chars":
+            raise SettingsError("--shingle joins word tokens; it does not apply to --tokenizer chars")
+        if self.top_k < 0:
+            raise SettingsError("--top-k must be 0 (all features) or more")
+
+    @property
+    def hash_name(self) -> str:
+        """The feature hash: xxh3 of the feature's UTF-8 bytes, as wide as the fingerprint."""
+        return f"xxh3_{self.bits}"
+
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        """(first bit, width) of each of the distance + 1 index blocks."""
+        return block_layout(self.bits, self.distance)
+
+    @property
+    def hex_digits(self) -> int:
+        return self.bits // 4
+
+
+def block_layout(bits: int, distance: int) -> tuple[tuple[int, int], ...]:
+    """Split `bits` into `distance + 1` contiguous blocks, as equal as they can be.
+
+    By the pigeonhole principle two fingerprints within `distance` bits agree on at
+    least one whole block. Wider blocks come first.
+    """
+    count = distance + 1
+    if count > bits:
+        raise SettingsError(f"cannot split {bits} bits into {count} blocks")
+    width, extra = divmod(bits, count)
+    layout = []
+    start = 0
+    for i in range(count):
+        w = width + (1 if i < extra else 0)
+        layout.append((start, w))
+        start += w
+    return tuple(layout)

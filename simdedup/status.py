@@ -1,0 +1,35 @@
+"""Exit statuses and the exceptions that carry them.
+
+Every way simdedup can end is named here once; the CLI maps exceptions to these codes.
+The core raises these exceptions and never exits or prints.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    """The process exit codes, as documented in the README."""
+
+    OK = 0
+    #: duplicates were found and --fail-on-duplicates was given; for compare: not near.
+    FOUND = 1
+    #: bad usage, or a fatal error before or during the run.
+    USAGE = 2
+    #: the run finished, but some input could not be read as it is (each named on stderr).
+    INPUT_ERRORS = 3
+    #: interrupted (Ctrl-C), after flushing what was written.
+    INTERRUPTED = 130
+    #: the reader of stdout went away (`simdedup ... | head`).
+    BROKEN_PIPE = 141
+
+
+class SimdedupError(Exception):
+    """A fatal error: the run cannot go on. Carries its exit status."""
+
+    exit_status: ExitStatus = ExitStatus.USAGE
+
+
+class SettingsError(SimdedupError, ValueError):
+    """Settings that do not fit together (for example --shingle with --tokenizer chars)."""
