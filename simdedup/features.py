@@ -21,12 +21,18 @@ Features = dict[str, float]
 
 _WORD = re.compile(r"\w+")
 # CJK Unified Ideographs (with extension A and compatibility ideographs): text jieba should cut.
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HAN_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+_HAN = re.compile(_HAN_CLASS)
+# Chinese puts no spaces between words, so whitespace between two Han characters is
+# layout (a hard-wrapped line), and would otherwise cut a word in two.
+_HAN_GAP = re.compile(f"(?<={_HAN_CLASS})\\s+(?={_HAN_CLASS})")
 
 
 def normalize(text: str) -> str:
-    """Unicode NFKC (full-width to half-width, ligatures, ...) then case folding."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    """Unicode NFKC (full-width to half-width, ligatures, ...), case folding, and
+    whitespace between two Han characters removed."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return _HAN_GAP.sub("", text) if _HAN.search(text) else text
 
 
 def has_chinese(text: str) -> bool:

@@ -16,6 +16,8 @@ from .settings import block_layout
 
 #: A bucket holding more rows than this becomes a sub-table (see BlockIndex).
 HOT_BUCKET = 64
+#: Sub-blocks narrower than this separate too little to pay for their lookups.
+MIN_SUB_BLOCK_BITS = 8
 
 
 def _groups(positions: Sequence[int], count: int) -> list[tuple[int, ...]]:
@@ -55,8 +57,9 @@ class _Table:
         self.size = 0
 
     def splittable(self, block: int) -> bool:
-        # Each sub-block must keep at least two bits, or splitting cannot narrow anything.
-        return len(self.rests[block]) >= 2 * (self.k + 1)
+        # A row sits in all k + 1 blocks of every table on its path, so add and query cost
+        # (k + 1) ** depth lookups at worst; wide sub-blocks keep that depth at 3 or less.
+        return len(self.rests[block]) >= MIN_SUB_BLOCK_BITS * (self.k + 1)
 
     def add(self, fp: int, row: int, fps: Sequence[int]) -> None:
         self.size += 1
@@ -132,10 +135,13 @@ class BlockIndex:
     sub-table over the bits its block leaves out, split again into distance + 1 blocks.
     Two fingerprints that agree on the hot block and lie within `distance` differ only
     in those other bits, so one of the sub-blocks still agrees: the search stays exact,
-    and a hot bucket costs a few more lookups instead of a scan.
+    and a hot bucket costs a few more lookups instead of a scan. Sub-blocks are at least
+    MIN_SUB_BLOCK_BITS wide, which bounds the depth (3 for 64 bits and distance 3; no
+    splitting from distance 7 on, where blocks are already narrow).
 
-    Cost: add is O((distance + 1) x depth) dict operations; query adds one XOR and
-    popcount per candidate. Memory: one Python int per row plus one list slot per block.
+    Cost: add and query look up at most (distance + 1) ** depth buckets (4 for an index
+    without hot buckets, 64 at worst for distance 3); a query adds one XOR and popcount
+    per candidate. Memory: one Python int per row plus one list slot per block and table.
     """
 
     def __init__(self, bits: int = 64, distance: int = 3, *, hot_bucket: int = HOT_BUCKET) -> None:

@@ -1,0 +1,67 @@
+"""Keep-first semantics: what is kept, what duplicates what, in input order."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdedup import Deduplicator, Document, Settings
+
+
+def decide_all(fps: list[int | None], k: int = 3) -> list[tuple[str, str | None, int | None]]:
+    dd = Deduplicator(Settings(distance=k))
+    out = []
+    for i, fp in enumerate(fps):
+        d = dd.decide(Document(f"d{i}", "", b""), fp)
+        out.append((d.status, d.duplicate_of, d.distance))
+    return out
+
+
+def test_the_first_of_a_group_is_kept_and_later_ones_duplicate_it() -> None:
+    assert decide_all([0b0, 0b1, 0b11]) == [
+        ("unique", None, None),
+        ("duplicate", "d0", 1),
+        ("duplicate", "d0", 2),
+    ]
+
+
+def test_a_chain_keeps_both_ends_because_duplicates_are_not_indexed() -> None:
+    a, b, c = 0, 0b111, 0b111111  # a~b (3), b~c (3), a and c 6 apart
+    assert [s for s, _, _ in decide_all([a, b, c])] == ["unique", "duplicate", "unique"]
+
+
+def test_a_duplicate_names_the_nearest_kept_document() -> None:
+    far, near = 0b0111, 0b1000_0000
+    assert decide_all([far, near, 0b1000_0001])[2] == ("duplicate", "d1", 1)
+
+
+def test_ties_go_to_the_earliest_kept_document() -> None:
+    assert decide_all([0b0110000, 0b0001100, 0b0000000])[2] == ("duplicate", "d0", 2)
+
+
+def test_empty_documents_are_never_kept_or_matched() -> None:
+    assert decide_all([None, 0, None]) == [
+        ("empty", None, None),
+        ("unique", None, None),
+        ("empty", None, None),
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32), n=st.integers(0, 60), k=st.integers(0, 8))
+def test_decisions_match_a_brute_force_keep_first(seed: int, n: int, k: int) -> None:
+    rng = random.Random(seed)
+    centre = rng.getrandbits(64)
+    fps = [centre ^ (rng.getrandbits(64) & rng.getrandbits(64) & rng.getrandbits(64)) for _ in range(n)]
+    expected, kept = [], []
+    for i, fp in enumerate(fps):
+        near = [((fp ^ kept_fp).bit_count(), j) for j, kept_fp in kept if (fp ^ kept_fp).bit_count() <= k]
+        if near:
+            d, j = min(near)
+            expected.append(("duplicate", f"d{j}", d))
+        else:
+            kept.append((i, fp))
+            expected.append(("unique", None, None))
+    assert decide_all(fps, k) == expected

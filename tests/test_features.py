@@ -1,0 +1,97 @@
+"""Features: normalization, tokenizers, shingles, weights, top-k; jieba loads only when needed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from simdedup import Settings, SettingsError, extract, normalize, tokenize
+
+
+def test_normalize_applies_nfkc_and_case_folding() -> None:
+    assert normalize("ＡＢＣ ﬁne Straße") == "abc fine strasse"
+
+
+def test_words_are_unicode_word_tokens_without_punctuation() -> None:
+    assert tokenize("Hello, world! Ça va? 42", Settings(tokenizer="words")) == [
+        "hello",
+        "world",
+        "ça",
+        "va",
+        "42",
+    ]
+
+
+def test_auto_uses_jieba_for_chinese_and_keeps_english_words() -> None:
+    tokens = tokenize("我爱北京天安门 and Python", Settings())
+    assert tokens == ["我", "爱", "北京", "天安门", "and", "python"]
+
+
+def test_auto_uses_plain_words_without_chinese() -> None:
+    assert tokenize("no chinese here", Settings()) == ["no", "chinese", "here"]
+
+
+def test_char_ngrams_ignore_whitespace_and_punctuation() -> None:
+    s = Settings(tokenizer="chars", ngram=3)
+    assert tokenize("ab,  cd", s) == ["ab ", "b c", " cd"]
+    assert tokenize("ab cd", s) == tokenize("ab,\n\ncd!", s)
+
+
+def test_a_text_shorter_than_the_ngram_is_one_feature() -> None:
+    assert tokenize("ab", Settings(tokenizer="chars", ngram=5)) == ["ab"]
+
+
+def test_shingles_join_consecutive_words() -> None:
+    assert tokenize("a b c d", Settings(tokenizer="words", shingle=3)) == ["a b c", "b c d"]
+    assert tokenize("a b", Settings(tokenizer="words", shingle=3)) == ["a b"]
+
+
+def test_tf_weights_count_occurrences() -> None:
+    assert extract("a b a c a", Settings(weights="tf")) == {"a": 3.0, "b": 1.0, "c": 1.0}
+
+
+def test_binary_weights_are_one_per_distinct_feature() -> None:
+    assert extract("a b a", Settings(weights="binary")) == {"a": 1.0, "b": 1.0}
+
+
+def test_tfidf_weighs_rare_chinese_words_above_common_ones() -> None:
+    weights = extract("我们 的 量子 的 量子", Settings(weights="tfidf"))
+    assert weights["量子"] > weights["的"]
+
+
+def test_top_k_keeps_the_heaviest_features_ties_by_feature() -> None:
+    assert extract("c c c b b a d", Settings(top_k=2)) == {"c": 3.0, "b": 2.0}
+    assert extract("z y x", Settings(top_k=2)) == {"x": 1.0, "y": 1.0}
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"bits": 32},
+        {"distance": 17},
+        {"tokenizer": "spaces"},
+        {"weights": "bm25"},
+        {"shingle": 2, "tokenizer": "chars"},
+    ],
+)
+def test_settings_that_do_not_fit_are_refused(kwargs: dict) -> None:
+    with pytest.raises(SettingsError):
+        Settings(**kwargs)
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+
+def test_jieba_is_not_imported_for_documents_without_chinese() -> None:
+    result = run_python(
+        "import sys; from simdedup import fingerprint_texts as f; f(['plain english']); print('jieba' in sys.modules)"
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_jieba_says_nothing_on_stderr() -> None:
+    result = run_python("from simdedup import fingerprint_texts as f; f(['北京欢迎你'], )")
+    assert result.stderr == ""

@@ -1,0 +1,118 @@
+"""Fingerprints: the numpy batch path equals a per-bit reference, and never depends on
+the batch, the run or the process."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdedup import FeatureHasher, Settings, extract, fingerprint_batch, fingerprint_texts
+from simdedup.dedup import dedup
+from simdedup.read import Document
+
+feature_sets = st.dictionaries(
+    st.text(min_size=1, max_size=8),
+    st.one_of(st.integers(-50, 50).map(float), st.floats(-1e3, 1e3, allow_nan=False)),
+    max_size=20,
+)
+texts = st.text(alphabet=st.sampled_from("abc de 中文字 .,\n"), max_size=60)
+
+
+def reference_simhash(features: dict[str, float], bits: int) -> int | None:
+    """The seeds' algorithm, one bit at a time, with the same xxh3 feature hash."""
+    if not any(features.values()):
+        return None
+    digest = xxhash.xxh3_64_intdigest if bits == 64 else xxhash.xxh3_128_intdigest
+    sums = [0.0] * bits
+    for feature, weight in features.items():
+        h = digest(feature.encode("utf-8"))
+        for i in range(bits):
+            sums[i] += weight if h >> i & 1 else -weight
+    return sum(1 << i for i in range(bits) if sums[i] > 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(batch=st.lists(feature_sets, max_size=6), bits=st.sampled_from([64, 128]))
+def test_batch_fingerprints_equal_the_bit_by_bit_reference(batch: list[dict[str, float]], bits: int) -> None:
+    assert fingerprint_batch(batch, bits) == [reference_simhash(f, bits) for f in batch]
+
+
+@settings(max_examples=100, deadline=None)
+@given(docs=st.lists(texts, max_size=12), size=st.integers(1, 12))
+def test_a_fingerprint_does_not_depend_on_the_batch_size(docs: list[str], size: int) -> None:
+    whole = fingerprint_texts(docs)
+    pieces = [fp for i in range(0, len(docs), size) for fp in fingerprint_texts(docs[i : i + size])]
+    assert pieces == whole
+
+
+@settings(max_examples=50, deadline=None)
+@given(docs=st.lists(texts, max_size=20), size=st.integers(1, 7))
+def test_dedup_decisions_do_not_depend_on_the_batch_size(docs: list[str], size: int) -> None:
+    documents = [Document(str(i), t, b"") for i, t in enumerate(docs)]
+
+    def run(batch_size: int) -> list[tuple[str, int | None, str | None]]:
+        return [(d.status, d.fingerprint, d.duplicate_of) for d in dedup(documents, batch_size=batch_size)]
+
+    assert run(size) == run(256)
+
+
+def test_fingerprints_are_the_same_in_every_process() -> None:
+    code = "from simdedup import fingerprint_texts as f; print(f(['one two three', '一二三 四五']))"
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outputs) == 1
+
+
+def test_the_feature_hasher_pickles_without_its_cache_and_hashes_the_same() -> None:
+    hasher = FeatureHasher(64)
+    before = hasher("word")
+    clone = pickle.loads(pickle.dumps(hasher))
+    assert clone._cache == {}
+    assert clone("word") == before == xxhash.xxh3_64_intdigest(b"word")
+
+
+def test_a_document_without_features_has_no_fingerprint() -> None:
+    assert fingerprint_texts(["", "   \n\t", "!!! ... ,,, —"]) == [None, None, None]
+    assert fingerprint_texts(["0"])[0] is not None
+
+
+def test_empty_documents_are_never_duplicates_of_each_other() -> None:
+    docs = [Document(str(i), t, b"") for i, t in enumerate(["", "  ", "..."])]
+    assert [d.status for d in dedup(docs)] == ["empty", "empty", "empty"]
+
+
+def test_full_width_and_case_do_not_change_the_fingerprint() -> None:
+    a, b = fingerprint_texts(["Ｈｅｌｌｏ ＷＯＲＬＤ，ｆｕｌｌ ｗｉｄｔｈ", "hello world, full width"])
+    assert a == b
+
+
+def test_whitespace_between_chinese_characters_is_layout() -> None:
+    a, b = fingerprint_texts(
+        ["北京是中国的首都，也是一座历史名城。", "北京是中\n国的首都，也是一座历\n史名城。"]
+    )
+    assert a == b
+
+
+def test_128_bit_fingerprints_use_xxh3_128_feature_hashes() -> None:
+    text = "a few words of text, a few more"
+    [fp] = fingerprint_texts([text], Settings(bits=128))
+    assert fp == reference_simhash(extract(text, Settings()), 128)
+
+
+def test_an_injected_hash_function_is_used() -> None:
+    # a = 0b01, b = 0b11, weight 1 each: column 0 sums to 2, column 1 to 0, the rest to -2.
+    [fp] = fingerprint_texts(["b a"], Settings(), hashfunc={"a": 0b01, "b": 0b11}.__getitem__)
+    assert fp == 0b01

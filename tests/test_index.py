@@ -1,0 +1,114 @@
+"""The block index finds exactly what brute force finds, for many k, widths and shapes of data."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdedup import BlockIndex, block_layout, near_pairs
+
+
+def brute_pairs(fps: list[int], k: int) -> list[tuple[int, int, int]]:
+    return sorted(
+        (i, j, d) for j in range(len(fps)) for i in range(j) if (d := (fps[i] ^ fps[j]).bit_count()) <= k
+    )
+
+
+@st.composite
+def clustered(draw: st.DrawFn, bits: int = 64) -> list[int]:
+    """Fingerprints around a few centres, a few bits flipped each: many near pairs and hot buckets."""
+    centres = draw(st.lists(st.integers(0, 2**bits - 1), min_size=1, max_size=4))
+    n = draw(st.integers(0, 80))
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    fps = []
+    for _ in range(n):
+        fp = rng.choice(centres)
+        for _ in range(rng.randint(0, 6)):
+            fp ^= 1 << rng.randrange(bits)
+        fps.append(fp)
+    return fps
+
+
+@settings(max_examples=150, deadline=None)
+@given(fps=clustered(), k=st.integers(0, 16), hot=st.sampled_from([1, 2, 8, 64]))
+def test_index_finds_exactly_the_brute_force_pairs_in_clustered_data(
+    fps: list[int], k: int, hot: int
+) -> None:
+    index = BlockIndex(64, k, hot_bucket=hot)
+    found = []
+    for j, fp in enumerate(fps):
+        found.extend((i, j, d) for i, d in index.query(fp))
+        index.add(fp)
+    assert sorted(found) == brute_pairs(fps, k)
+    index._check()
+
+
+@settings(max_examples=100, deadline=None)
+@given(fps=st.lists(st.integers(0, 2**64 - 1), max_size=60), k=st.integers(0, 16))
+def test_index_finds_exactly_the_brute_force_pairs_in_random_data(fps: list[int], k: int) -> None:
+    assert near_pairs(fps, 64, k) == brute_pairs(fps, k)
+
+
+@settings(max_examples=60, deadline=None)
+@given(fps=clustered(bits=128), k=st.integers(0, 16))
+def test_index_is_exact_for_128_bit_fingerprints(fps: list[int], k: int) -> None:
+    assert near_pairs(fps, 128, k) == brute_pairs(fps, k)
+
+
+def test_identical_fingerprints_are_found() -> None:
+    # A popular C++ implementation skips exact matches; they are the most duplicate of all.
+    assert near_pairs([0xABC, 0xABC, 0xABC], 64, 3) == [(0, 1, 0), (0, 2, 0), (1, 2, 0)]
+
+
+def test_query_returns_nearest_first_then_earliest() -> None:
+    index = BlockIndex.from_fingerprints([0b111, 0b1, 0b11, 0b0], 64, 3)
+    assert index.query(0b0) == [(3, 0), (1, 1), (2, 2), (0, 3)]
+    assert index.nearest(0b1000) == (3, 1)
+
+
+def test_nearest_breaks_ties_by_earliest_row() -> None:
+    index = BlockIndex.from_fingerprints([0b10, 0b01], 64, 3)
+    assert index.nearest(0b00) == (0, 1)
+
+
+def test_a_hot_bucket_is_split_and_stays_exact() -> None:
+    rng = random.Random(7)
+    # 500 fingerprints sharing their lowest 16 bits: one block value, far apart elsewhere.
+    fps = [(rng.getrandbits(48) << 16) | 0xBEEF for _ in range(500)]
+    index = BlockIndex.from_fingerprints(
+        fps,
+        64,
+        3,
+    )
+    index._check()
+    stats = index.stats()
+    assert stats.largest_bucket == 500
+    assert stats.tables > 1 and stats.depth >= 2
+    assert near_pairs(fps, 64, 3) == brute_pairs(fps, 3)
+
+
+def test_index_rejects_a_fingerprint_wider_than_its_bits() -> None:
+    with pytest.raises(ValueError, match="does not fit"):
+        BlockIndex(64, 3).add(1 << 64)
+
+
+@pytest.mark.parametrize("k", range(0, 17))
+def test_block_layout_covers_every_bit_once_in_k_plus_1_blocks(k: int) -> None:
+    layout = block_layout(64, k)
+    assert len(layout) == k + 1
+    covered = [b for start, width in layout for b in range(start, start + width)]
+    assert covered == list(range(64))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32), k=st.integers(1, 6))
+def test_seeded_stress_keeps_the_index_invariants(seed: int, k: int) -> None:
+    rng = random.Random(seed)
+    index = BlockIndex(64, k, hot_bucket=4)
+    base = rng.getrandbits(64)
+    for _ in range(300):
+        index.add(base ^ rng.getrandbits(64) & rng.getrandbits(64) & rng.getrandbits(64))
+    index._check()

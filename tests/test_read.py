@@ -1,0 +1,139 @@
+"""Reading: lines, JSONL records, directories, gzip, stdin; every bad input is a Problem."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from simdedup import Document, Problem, ReadOptions, read_documents
+
+
+def read(paths: list[str], options: ReadOptions | None = None, stdin: bytes | None = None):
+    problems: list[Problem] = []
+    docs = list(
+        read_documents(
+            paths,
+            options or ReadOptions(),
+            problems.append,
+            stdin=io.BytesIO(stdin) if stdin is not None else None,
+        )
+    )
+    return docs, problems
+
+
+def test_a_text_file_is_one_document_per_line_with_path_line_ids(tmp_path: Path) -> None:
+    f = tmp_path / "a.txt"
+    f.write_bytes(b"first\r\nsecond\n\nfourth")
+    docs, problems = read([str(f)])
+    assert [(d.id, d.text, d.raw) for d in docs] == [
+        (f"{f}:1", "first", b"first"),
+        (f"{f}:2", "second", b"second"),
+        (f"{f}:3", "", b""),
+        (f"{f}:4", "fourth", b"fourth"),
+    ]
+    assert problems == []
+
+
+def test_jsonl_records_keep_their_raw_form_and_ids(tmp_path: Path) -> None:
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"id": "x", "text": "hi", "url": "u"}\n\n{"text": "no id"}\n{"id": 7, "text": "n"}\n')
+    docs, problems = read([str(f)])
+    assert [d.id for d in docs] == ["x", f"{f}:3", "7"]
+    assert docs[0].raw == b'{"id": "x", "text": "hi", "url": "u"}'
+    assert problems == []
+
+
+def test_gzip_files_are_read_transparently(tmp_path: Path) -> None:
+    f = tmp_path / "r.jsonl.gz"
+    with gzip.open(f, "wt") as g:
+        g.write('{"id": "a", "text": "zipped"}\n')
+    docs, _ = read([str(f)])
+    assert [(d.id, d.text) for d in docs] == [("a", "zipped")]
+
+
+def test_bad_jsonl_lines_are_named_and_skipped(tmp_path: Path) -> None:
+    f = tmp_path / "bad.jsonl"
+    f.write_text('{"text": "ok"}\nnot json\n[1, 2]\n{"body": "x"}\n{"text": 5}\n')
+    docs, problems = read([str(f)])
+    assert [d.text for d in docs] == ["ok"]
+    assert [(p.where, p.kind) for p in problems] == [
+        (f"{f}:2", "bad-json"),
+        (f"{f}:3", "bad-record"),
+        (f"{f}:4", "bad-record"),
+        (f"{f}:5", "bad-record"),
+    ]
+    assert "no 'text' field" in problems[2].message
+
+
+def test_invalid_utf8_is_replaced_reported_and_kept_raw(tmp_path: Path) -> None:
+    f = tmp_path / "latin1.txt"
+    f.write_bytes(b"caf\xe9 au lait\n")
+    docs, problems = read([str(f)])
+    assert docs[0].text == "caf\ufffd au lait" and docs[0].raw == b"caf\xe9 au lait"
+    assert [(p.where, p.kind) for p in problems] == [(f"{f}:1", "invalid-utf8")]
+
+
+def test_a_missing_path_and_an_empty_file_are_problems(tmp_path: Path) -> None:
+    (tmp_path / "empty.txt").write_bytes(b"")
+    docs, problems = read([str(tmp_path / "nope.txt"), str(tmp_path / "empty.txt")])
+    assert docs == []
+    assert [p.kind for p in problems] == ["missing", "empty-file"]
+
+
+def test_a_document_over_the_size_limit_is_fingerprinted_on_its_start(tmp_path: Path) -> None:
+    f = tmp_path / "big.txt"
+    f.write_bytes(b"x" * 100 + b"\nsmall\n")
+    docs, problems = read([str(f)], ReadOptions(max_doc_size=10))
+    assert docs[0].text == "x" * 10 and docs[0].raw == b"x" * 100
+    assert [p.kind for p in problems] == ["too-large"]
+
+
+def test_a_directory_is_walked_in_sorted_order_with_patterns(tmp_path: Path) -> None:
+    for name in ["b.txt", "a.md", "sub/c.txt", "skip/d.txt"]:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(name)
+    docs, _ = read([str(tmp_path)], ReadOptions(glob=("*.txt",), exclude=("skip",)))
+    assert [os.path.relpath(d.id, tmp_path) for d in docs] == ["b.txt", os.path.join("sub", "c.txt")]
+    assert docs[0].raw == os.fsencode(tmp_path / "b.txt")
+
+
+def test_binary_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "img.png").write_bytes(b"\x89PNG\x00\x00data")
+    docs, problems = read([str(tmp_path)])
+    assert docs == []
+    assert [(p.kind, p.severity, p.skipped) for p in problems] == [("binary", "warning", True)]
+
+
+def test_a_symlink_loop_is_reported_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "doc.txt").write_text("text")
+    (tmp_path / "sub" / "loop").symlink_to(tmp_path)
+    docs, problems = read([str(tmp_path)])
+    assert [d.text for d in docs] == ["text"]
+    assert [p.kind for p in problems] == ["symlink-loop"]
+
+
+def test_stdin_is_read_as_lines_named_dash() -> None:
+    docs, _ = read(["-"], stdin=b"one\ntwo\n")
+    assert [d.id for d in docs] == ["-:1", "-:2"]
+
+
+def test_features_field_gives_weighted_features(tmp_path: Path) -> None:
+    f = tmp_path / "f.jsonl"
+    f.write_text('{"id": "v", "features": {"dim0": 3.0, "dim1": 2}}\n{"id": "w", "features": {"a": "x"}}\n')
+    docs, problems = read([str(f)], ReadOptions(features_field="features"))
+    assert docs == [Document("v", "", docs[0].raw, {"dim0": 3.0, "dim1": 2.0})]
+    assert [p.where for p in problems] == [f"{f}:2"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_an_unreadable_file_is_a_problem(tmp_path: Path) -> None:
+    f = tmp_path / "secret.txt"
+    f.write_text("x")
+    f.chmod(0)
+    _, problems = read([str(f)])
+    assert [p.kind for p in problems] == ["unreadable"]
