@@ -63,6 +63,11 @@ def _color() -> bool | None:
     return False if os.environ.get("NO_COLOR") else None  # None: click decides by isatty
 
 
+def _binary(stream: IO[str]) -> IO[bytes]:
+    """The byte stream under stdin or stdout (also under click's CliRunner)."""
+    return stream.buffer  # type: ignore[attr-defined,no-any-return]
+
+
 def _isatty(stream: IO[Any]) -> bool:
     try:
         return stream.isatty()
@@ -282,7 +287,7 @@ class Outputs(contextlib.ExitStack):
             if self.stdout_owner:
                 raise CliError(f"{what} and {self.stdout_owner} cannot both write to stdout")
             self.stdout_owner = what
-            return click.get_binary_stream("stdout")
+            return _binary(sys.stdout)
         for source in self.sources:
             with contextlib.suppress(OSError):
                 if os.path.samefile(source, path):
@@ -318,7 +323,7 @@ def _run(
         summary.invalid_utf8 += p.kind == "invalid-utf8"
         messages.problem(p)
 
-    stdin = click.get_binary_stream("stdin")
+    stdin = _binary(sys.stdin)
     docs = read_documents(sources, read_options, on_problem, stdin=stdin)
     start = time.perf_counter()
     interrupted = False
@@ -347,7 +352,7 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str) -> None:
             table.add_row(*(str(row[c]) for c in GROUP_COLUMNS), style=style)
         Console(no_color=bool(os.environ.get("NO_COLOR")) or None).print(table)
         return
-    stream = click.get_binary_stream("stdout")
+    stream = _binary(sys.stdout)
     if fmt == "jsonl":
         out = RecordWriter(stream, "jsonl", ())
         for record in groups.records(kept_ids, kept_fps, bits):
@@ -551,9 +556,9 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
         errors += p.severity == "error"
         messages.problem(p)
 
-    stream = click.get_binary_stream("stdout")
+    stream = _binary(sys.stdout)
     out = RecordWriter(stream, "jsonl", ()) if fmt == "jsonl" else None
-    docs = read_documents(_sources(paths), read_options, on_problem, click.get_binary_stream("stdin"))
+    docs = read_documents(_sources(paths), read_options, on_problem, _binary(sys.stdin))
     try:
         for batch in batches(docs, BATCH_SIZE):
             for doc, fp in zip(batch, fingerprint_documents(batch, settings)):
@@ -571,7 +576,7 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
 
 def _read_whole(path: str) -> Document:
     if path == STDIN:
-        data = click.get_binary_stream("stdin").read()
+        data = _binary(sys.stdin).read()
     else:
         try:
             opener = gzip.open if path.endswith(".gz") else open

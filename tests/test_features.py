@@ -87,7 +87,8 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_jieba_is_not_imported_for_documents_without_chinese() -> None:
     result = run_python(
-        "import sys; from simdedup import fingerprint_texts as f; f(['plain english']); print('jieba' in sys.modules)"
+        "import sys; from simdedup import fingerprint_texts as f; "
+        "f(['plain english']); print('jieba' in sys.modules)"
     )
     assert result.stdout.strip() == "False"
 

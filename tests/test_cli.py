@@ -1,0 +1,395 @@
+"""The commands as users run them: stdout, stderr and the exit code, each checked on its own."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from simdedup.cli import main
+
+EN = (
+    "The harbour was quiet that morning, with fishing boats tied up along the stone wall and "
+    "gulls circling above the market stalls where traders laid out crates of fresh mackerel."
+)
+EN_EDITED = EN.replace("quiet", "calm")
+EN_OTHER = (
+    "Our library card now works at every branch in the county, and members can borrow up to "
+    "twenty books, renew them online, and reserve new titles before they reach the shelves."
+)
+ZH = "今天早上菜市场里人很多，卖菜的阿姨把新鲜的西红柿和黄瓜摆得整整齐齐，大家都在排队买早点和豆浆。"
+ZH_PUNCT = ZH.replace("，", ",").replace("。", ".")
+
+
+def run(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None) -> Result:
+    return CliRunner(env=env).invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+@pytest.fixture
+def lines(tmp_path: Path) -> Path:
+    f = tmp_path / "docs.txt"
+    f.write_text("\n".join([EN, EN_OTHER, EN_EDITED, "", ZH, ZH_PUNCT]) + "\n", encoding="utf-8")
+    return f
+
+
+@pytest.fixture
+def records(tmp_path: Path) -> Path:
+    f = tmp_path / "docs.jsonl"
+    rows = [
+        {"id": "a", "text": EN, "url": "http://a"},
+        {"id": "b", "text": EN_OTHER},
+        {"id": "c", "text": EN_EDITED, "extra": [1, 2]},
+    ]
+    f.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return f
+
+
+def tsv(text: str) -> list[list[str]]:
+    return [line.split("\t") for line in text.splitlines()]
+
+
+# ---------------------------------------------------------------- scan
+
+
+def test_scan_lists_groups_as_tsv_on_stdout_and_the_summary_on_stderr(lines: Path) -> None:
+    result = run("scan", str(lines))
+    assert result.exit_code == 0
+    rows = tsv(result.stdout)
+    assert rows[0] == ["group", "status", "id", "distance", "fingerprint"]
+    assert [(r[0], r[1], r[2]) for r in rows[1:]] == [
+        ("1", "kept", f"{lines}:1"),
+        ("1", "duplicate", f"{lines}:3"),
+        ("2", "kept", f"{lines}:5"),
+        ("2", "duplicate", f"{lines}:6"),
+    ]
+    assert all(len(r[4]) == 16 for r in rows[1:])
+    assert "6 documents: 3 unique, 2 duplicates in 2 groups, 1 empty" in result.stderr
+    assert "documents" not in result.stdout
+
+
+def test_quiet_leaves_stderr_empty(lines: Path) -> None:
+    result = run("scan", "-q", str(lines))
+    assert result.exit_code == 0 and result.stderr == "" and result.stdout
+
+
+def test_scan_reads_stdin_when_piped() -> None:
+    result = run("scan", input=f"{EN}\n{EN_EDITED}\n")
+    assert [r[2] for r in tsv(result.stdout)[1:]] == ["-:1", "-:2"]
+
+
+def test_scan_formats_groups_as_jsonl(lines: Path) -> None:
+    result = run("scan", str(lines), "--format", "jsonl")
+    first = json.loads(result.stdout.splitlines()[0])
+    assert first["kept"] == f"{lines}:1"
+    assert [d["id"] for d in first["duplicates"]] == [f"{lines}:3"]
+
+
+def test_scan_formats_groups_as_csv(lines: Path) -> None:
+    result = run("scan", str(lines), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["status"] for r in rows] == ["kept", "duplicate", "kept", "duplicate"]
+
+
+def test_scan_formats_groups_as_a_table(lines: Path) -> None:
+    result = run("scan", str(lines), "--format", "table")
+    assert "kept" in result.stdout and "\x1b[" not in result.stdout
+
+
+def test_unique_writes_lines_in_their_input_form(lines: Path, tmp_path: Path) -> None:
+    out = tmp_path / "unique.txt"
+    assert run("scan", str(lines), "--unique", str(out)).exit_code == 0
+    assert out.read_text(encoding="utf-8").splitlines() == [EN, EN_OTHER, "", ZH]
+
+
+def test_unique_drop_empty_leaves_empty_documents_out(lines: Path, tmp_path: Path) -> None:
+    out = tmp_path / "unique.txt"
+    run("scan", str(lines), "--unique", str(out), "--drop-empty")
+    assert out.read_text(encoding="utf-8").splitlines() == [EN, EN_OTHER, ZH]
+
+
+def test_unique_writes_jsonl_records_unchanged(records: Path, tmp_path: Path) -> None:
+    out = tmp_path / "unique.jsonl"
+    run("scan", str(records), "--unique", str(out))
+    assert out.read_bytes() == b"".join(records.read_bytes().splitlines(keepends=True)[:2])
+
+
+def test_unique_dash_owns_stdout(records: Path) -> None:
+    result = run("scan", str(records), "--unique", "-")
+    assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == ["a", "b"]
+
+
+def test_duplicates_file_has_one_record_per_duplicate(records: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dups.jsonl"
+    run("scan", str(records), "--duplicates", str(out))
+    [record] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["id"] == "c" and record["duplicate_of"] == "a"
+    assert isinstance(record["distance"], int) and record["distance"] <= 3
+    assert len(record["fingerprint"]) == 16 and len(record["duplicate_of_fingerprint"]) == 16
+
+
+def test_duplicates_file_is_csv_when_its_name_says_so(records: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dups.csv"
+    run("scan", str(records), "--duplicates", str(out))
+    [row] = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert row["id"] == "c" and row["duplicate_of"] == "a"
+
+
+def test_report_has_one_record_per_document_in_input_order(lines: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.jsonl"
+    run("scan", str(lines), "--report", str(out))
+    report = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["status"] for r in report] == ["unique", "unique", "duplicate", "empty", "unique", "duplicate"]
+    assert report[2]["duplicate_of"] == f"{lines}:1" and report[2]["distance"] is not None
+    assert report[0]["duplicate_of"] is None and report[0]["distance"] is None
+    assert report[3]["fingerprint"] is None
+    assert list(report[0]) == ["id", "fingerprint", "status", "duplicate_of", "distance"]
+
+
+def test_summary_json_is_written_for_cron(lines: Path, tmp_path: Path) -> None:
+    out = tmp_path / "summary.json"
+    run("scan", "-q", str(lines), "--summary-json", str(out))
+    summary = json.loads(out.read_text())
+    assert (summary["documents"], summary["unique"], summary["duplicates"], summary["empty"]) == (6, 3, 2, 1)
+    assert summary["exit_status"] == 0 and summary["settings"]["distance"] == 3
+
+
+def test_fail_on_duplicates_exits_1(lines: Path) -> None:
+    assert run("scan", str(lines), "--fail-on-duplicates").exit_code == 1
+
+
+def test_output_is_the_same_on_every_run(lines: Path) -> None:
+    assert run("scan", str(lines)).stdout == run("scan", str(lines)).stdout
+
+
+def test_a_directory_is_one_document_per_file(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "1.txt").write_text(EN)
+    (tmp_path / "d" / "2.txt").write_text(EN_EDITED)
+    (tmp_path / "d" / "3.txt").write_text(EN_OTHER)
+    result = run("scan", str(tmp_path / "d"))
+    assert [(r[1], os.path.basename(r[2])) for r in tsv(result.stdout)[1:]] == [
+        ("kept", "1.txt"),
+        ("duplicate", "2.txt"),
+    ]
+
+
+def test_verbose_reports_the_index_layout_and_largest_bucket(lines: Path) -> None:
+    result = run("scan", "-v", str(lines))
+    assert "blocks of 16 + 16 + 16 + 16 bits; largest bucket" in result.stderr
+
+
+def test_128_bit_fingerprints_have_32_digits(lines: Path) -> None:
+    rows = tsv(run("scan", str(lines), "--bits", "128").stdout)
+    assert {len(r[4]) for r in rows[1:]} == {32}
+
+
+def test_a_larger_distance_finds_more(tmp_path: Path) -> None:
+    f = tmp_path / "t.txt"
+    f.write_text("the cat sat on the mat today\nthe cat sat on a mat today\n")
+    assert run("scan", str(f), "-k", "0", "--format", "tsv").stdout.count("duplicate") == 0
+    assert run("scan", str(f), "-k", "16", "--format", "tsv").stdout.count("duplicate") == 1
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_a_missing_path_is_named_and_the_rest_still_runs(lines: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.txt"
+    result = run("scan", str(missing), str(lines))
+    assert result.exit_code == 3
+    assert f"{missing}: error: no such file or directory" in result.stderr
+    assert "6 documents" in result.stderr and "kept" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_jsonl_line_is_named_by_path_and_line(tmp_path: Path) -> None:
+    f = tmp_path / "bad.jsonl"
+    f.write_text('{"text": "fine"}\n{broken\n{"title": "no text"}\n')
+    result = run("scan", str(f))
+    assert result.exit_code == 3
+    errors = result.stderr.splitlines()
+    assert errors[0].startswith(f"{f}:2: error: not JSON")
+    assert errors[1] == f"{f}:3: error: no 'text' field"
+
+
+def test_invalid_utf8_is_counted_and_the_raw_bytes_survive(tmp_path: Path) -> None:
+    f = tmp_path / "mixed.txt"
+    f.write_bytes(b"caf\xe9 au lait is a drink\nplain line of text\n")
+    out = tmp_path / "unique.txt"
+    summary = tmp_path / "s.json"
+    result = run("scan", str(f), "--unique", str(out), "--summary-json", str(summary))
+    assert result.exit_code == 3
+    assert f"{f}:1: error: invalid UTF-8" in result.stderr
+    assert out.read_bytes() == f.read_bytes()
+    assert json.loads(summary.read_text())["invalid_utf8"] == 1
+
+
+def test_an_empty_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    f = tmp_path / "empty.txt"
+    f.write_bytes(b"")
+    result = run("scan", str(f))
+    assert result.exit_code == 3 and "empty file" in result.stderr
+
+
+def test_a_50_mb_line_is_fingerprinted_on_its_start_and_passed_through(tmp_path: Path) -> None:
+    f = tmp_path / "huge.txt"
+    line = b"lorem ipsum dolor sit amet " * (50 * 2**20 // 27)
+    f.write_bytes(line + b"\nsmall line\n")
+    out = tmp_path / "unique.txt"
+    result = run("scan", str(f), "--unique", str(out))
+    assert result.exit_code == 3
+    assert f"{f}:1: error: document is 50.0 MiB; fingerprinted its first 16.0 MiB" in result.stderr
+    assert out.read_bytes() == f.read_bytes()
+
+
+def test_a_symlink_loop_is_reported_once(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text(EN)
+    (tmp_path / "d" / "loop").symlink_to(tmp_path / "d")
+    result = run("scan", str(tmp_path / "d"))
+    assert result.exit_code == 3
+    assert result.stderr.count("symbolic link loop") == 1
+
+
+def test_two_outputs_cannot_share_stdout(lines: Path) -> None:
+    result = run("scan", str(lines), "--unique", "-", "--duplicates", "-")
+    assert result.exit_code == 2 and "cannot both write to stdout" in result.stderr
+
+
+def test_an_output_that_is_also_an_input_is_refused_and_the_input_kept(lines: Path) -> None:
+    before = lines.read_bytes()
+    result = run("scan", str(lines), "--unique", str(lines))
+    assert result.exit_code == 2 and "is also an input" in result.stderr
+    assert lines.read_bytes() == before
+
+
+def test_an_unwritable_output_fails_before_any_work(lines: Path, tmp_path: Path) -> None:
+    result = run("scan", str(lines), "--report", str(tmp_path / "no" / "such" / "dir.jsonl"))
+    assert result.exit_code == 2 and "cannot write --report" in result.stderr
+    assert result.stdout == ""
+
+
+def test_bad_settings_are_usage_errors(lines: Path) -> None:
+    result = run("scan", str(lines), "--tokenizer", "chars", "--shingle", "2")
+    assert result.exit_code == 2 and "--shingle" in result.stderr
+
+
+def test_no_colour_codes_when_not_on_a_terminal(tmp_path: Path) -> None:
+    result = run("scan", str(tmp_path / "nope"), env={"NO_COLOR": "1"})
+    assert "\x1b[" not in result.stderr
+
+
+# ---------------------------------------------------------------- filter, fingerprint, compare
+
+
+def test_filter_copies_stdin_to_stdout_without_duplicates() -> None:
+    result = run("filter", "-q", input=f"{EN}\n{EN_OTHER}\n{EN_EDITED}\n")
+    assert result.stdout == f"{EN}\n{EN_OTHER}\n"
+    assert result.stderr == ""
+
+
+def test_filter_keeps_jsonl_records_and_writes_duplicates(records: Path, tmp_path: Path) -> None:
+    dups = tmp_path / "dups.jsonl"
+    result = run("filter", "--jsonl", "--duplicates", str(dups), input=records.read_bytes())
+    assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == ["a", "b"]
+    assert json.loads(dups.read_text())["id"] == "c"
+    assert "3 documents" in result.stderr
+
+
+def test_fingerprint_prints_fingerprint_tab_id(lines: Path) -> None:
+    rows = tsv(run("fingerprint", str(lines)).stdout)
+    assert [r[1] for r in rows] == [f"{lines}:{i}" for i in range(1, 7)]
+    assert rows[3][0] == "-"
+    assert rows[4][0] == rows[5][0]
+
+
+def test_fingerprint_as_jsonl(lines: Path) -> None:
+    records = [json.loads(x) for x in run("fingerprint", str(lines), "--format", "jsonl").stdout.splitlines()]
+    assert records[3] == {"id": f"{lines}:4", "fingerprint": None}
+
+
+def test_compare_near_documents_exits_0_and_explains(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(EN)
+    b.write_text(EN_EDITED)
+    result = run("compare", str(a), str(b))
+    assert result.exit_code == 0
+    assert "near-duplicates" in result.stdout and "not near" not in result.stdout
+    assert "only in a   'quiet' (1)" in result.stdout
+    assert "only in b   'calm' (1)" in result.stdout
+
+
+def test_compare_far_documents_exits_1_with_json() -> None:
+    result = run("compare", "--text", EN, "--text", EN_OTHER, "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["near"] is False and report["distance"] > 3
+    assert report["similarity"] == pytest.approx(1 - report["distance"] / 64)
+
+
+def test_compare_needs_two_documents() -> None:
+    result = run("compare", "--text", "only one")
+    assert result.exit_code == 2 and "exactly two" in result.stderr
+
+
+def test_help_shows_examples() -> None:
+    for command in ("scan", "filter", "fingerprint", "compare"):
+        assert "simdedup " + command in run(command, "--help").stdout
+
+
+# ---------------------------------------------------------------- processes
+
+
+def simdedup(*args: str) -> list[str]:
+    return [sys.executable, "-m", "simdedup", *args]
+
+
+def test_python_dash_m_runs_the_cli(lines: Path) -> None:
+    result = subprocess.run(simdedup("scan", "-q", str(lines)), capture_output=True, text=True)
+    assert result.returncode == 0 and "kept" in result.stdout
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    f = tmp_path / "many.txt"
+    f.write_text("".join(f"document number {i} with words\n" for i in range(20000)))
+    proc = subprocess.Popen(simdedup("fingerprint", str(f)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait() == 141
+    assert stderr == ""
+
+
+def test_ctrl_c_exits_130_after_flushing_what_was_written(tmp_path: Path) -> None:
+    report = tmp_path / "report.jsonl"
+    proc = subprocess.Popen(
+        simdedup("scan", "-", "--report", str(report)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    for i in range(600):
+        proc.stdin.write(f"line {i} of a stream that is still coming\n".encode())
+    proc.stdin.flush()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not report.exists():
+        time.sleep(0.05)
+    time.sleep(1.0)  # the first batches are decided; the reader now waits on stdin
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert b"interrupted" in stderr and b"Traceback" not in stderr
+    decided = [json.loads(line) for line in report.read_text().splitlines()]
+    assert len(decided) >= 256
