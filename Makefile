@@ -17,11 +17,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 demo: $(STAMP)
-	@echo '$$ simdedup scan examples/docs' >&2
-	@$(BIN)/simdedup scan examples/docs
-	@echo >&2
-	@echo '$$ simdedup scan examples/lines.txt examples/records.jsonl' >&2
-	@$(BIN)/simdedup scan examples/lines.txt examples/records.jsonl
+	@echo '$$ simdedup scan examples/docs examples/lines.txt examples/records.jsonl --format table' >&2
+	@$(BIN)/simdedup scan examples/docs examples/lines.txt examples/records.jsonl --format table
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
