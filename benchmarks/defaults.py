@@ -1,0 +1,705 @@
+"""Choose simdedup's default fingerprint settings by measurement on real text.
+
+What it measures
+    For each candidate Settings (tokenizer, ngram, shingle, weights, top_k) at
+    distance k = 3, how well "fingerprints within k bits" finds the near-duplicate
+    pairs of a corpus: pair-level precision, recall and F1, per language, plus the
+    recall per kind of edit. Every setting is also scored at k = 2..6: the table
+    gives each one's best k, and the best setting's full row at each k.
+
+The corpus (offline, from what is on this machine)
+    English: /usr/share/common-licenses, a sample of /usr/share/doc/*/copyright,
+    docstrings of the Python standard library (read with ast, nothing imported),
+    a sample of English man pages (rendered with `man -l`, if man is installed) and
+    the METADATA of installed distributions. Chinese: the zh_* gettext catalogs in
+    /usr/share/locale (translated messages, consecutive ones packed together), the
+    zh_CN / zh_TW man pages, Vim's Chinese tutor and the zh_CN help/catalog files of
+    GnuPG and systemd. Text is split into paragraph-sized documents (300-2000
+    characters); exact duplicates (after normalization) are dropped.
+
+    A random subset of documents gets one variant per edit type (fixed seed):
+    substitute (about 2% of words / Han characters replaced or mistyped), punct
+    (reflow, whitespace and punctuation changes, full-/half-width for Chinese),
+    add_line (a boilerplate sentence added), del_sentence (one sentence or line
+    removed; the second half of a one-sentence document) and truncate (the last
+    ~10% dropped).
+
+Ground truth (independent of SimHash)
+    Two documents are near-duplicates when the Jaccard similarity of their word
+    3-shingles (English) or character 3-grams over word characters (Chinese) is
+    >= 0.8 (--jaccard), after NFKC + case folding. It is computed exactly for every
+    pair that can reach the threshold (all-pairs prefix filtering, then exact
+    verification). Variants whose edit pushed them below it are negatives, not misses.
+
+Run
+    .venv/bin/python benchmarks/defaults.py            # about 1-3 minutes on 2 cores
+    .venv/bin/python benchmarks/defaults.py --jaccard 0.9 --top 12   # a stricter truth
+
+Deterministic for a given machine: the same files on disk and the same arguments
+give the same corpus digest and the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import gettext
+import glob
+import hashlib
+import math
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import time
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from fractions import Fraction
+from multiprocessing import get_context
+
+from simdedup.features import shingles, tokenize, weigh
+from simdedup.fingerprint import FeatureHasher, fingerprint_batch, fingerprint_texts
+from simdedup.index import near_pairs
+from simdedup.settings import FINGERPRINT_SPEC_VERSION, Settings
+
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+WORD = re.compile(r"\w+")
+EDITS = ("substitute", "punct", "add_line", "del_sentence", "truncate")
+LANGS = ("en", "zh")
+KS = (2, 3, 4, 5, 6)
+MIN_CHARS, MAX_CHARS = 300, 2000
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def fold(text: str) -> str:
+    """NFKC and case folding: the benchmark's own normalization, fixed whatever simdedup's becomes."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def split_paragraphs(text: str) -> list[str]:
+    return [p.strip("\n") for p in re.split(r"\n[ \t]*\n", text) if p.strip()]
+
+
+def pack(paragraphs: Iterable[str], lo: int = MIN_CHARS, hi: int = MAX_CHARS) -> list[str]:
+    """Join consecutive paragraphs until a document has at least `lo` characters.
+
+    A paragraph longer than `hi` is cut at line ends first; documents outside
+    [lo, hi] are dropped.
+    """
+    pieces: list[str] = []
+    for p in paragraphs:
+        if len(p) <= hi:
+            pieces.append(p)
+            continue
+        chunk = ""
+        for line in p.splitlines(keepends=True):
+            if chunk and len(chunk) + len(line) > hi:
+                pieces.append(chunk.rstrip("\n"))
+                chunk = ""
+            chunk += line
+        if chunk.strip():
+            pieces.append(chunk.rstrip("\n"))
+    docs, cur = [], ""
+    for p in pieces:
+        cur = f"{cur}\n\n{p}" if cur else p
+        if len(cur) >= lo:
+            if len(cur) <= hi:
+                docs.append(cur)
+            cur = ""
+    return docs
+
+
+def han_share(text: str) -> float:
+    word_chars = sum(len(w) for w in WORD.findall(text))
+    return len(HAN.findall(text)) / word_chars if word_chars else 0.0
+
+
+def looks_english(text: str) -> bool:
+    """Mostly ASCII letters, no Han characters, and not a listing of file paths."""
+    letters = sum(c.isascii() and c.isalpha() for c in text)
+    paths = text.count("/") > 0.1 * len(WORD.findall(text))
+    return not HAN.search(text) and not paths and letters >= 0.6 * len(text.replace(" ", ""))
+
+
+def render_man(path: str, width: int = 80) -> str:
+    """A man page as plain text (overstrikes and escapes removed, lines dedented)."""
+    env = dict(os.environ, MANWIDTH=str(width), MANPAGER="cat", PAGER="cat", GROFF_NO_SGR="1")
+    env.setdefault("LANG", "C.UTF-8")
+    try:
+        out = subprocess.run(
+            ["man", "-l", path], capture_output=True, env=env, timeout=30, check=False
+        ).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    out = re.sub(r".\x08", "", out)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    lines = out.splitlines()[1:-1]  # the page's header and footer lines
+    return "\n".join(line.strip() for line in lines)
+
+
+def render_many(paths: Sequence[str]) -> list[str]:
+    if not paths or shutil.which("man") is None:
+        return []
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return list(pool.map(render_man, paths))
+
+
+def stdlib_docstrings() -> list[str]:
+    """Docstrings (modules, classes, functions) of the standard library's sources."""
+    root = sysconfig.get_paths()["stdlib"]
+    skip = re.compile(r"/(test|tests|idlelib|site-packages|dist-packages|lib2to3|turtledemo)/")
+    texts = []
+    for path in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)):
+        if skip.search(path):
+            continue
+        try:
+            tree = ast.parse(read_text(path))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=True)
+                if doc and len(doc) >= 200:
+                    texts.append(doc)
+    return texts
+
+
+def english_sources(rng: random.Random) -> dict[str, list[str]]:
+    sources: dict[str, list[str]] = {}
+    paths = sorted(glob.glob("/usr/share/common-licenses/*"))
+    sources["common-licenses"] = [d for p in paths for d in pack(split_paragraphs(read_text(p)))]
+    paths = sorted(glob.glob("/usr/share/doc/*/copyright"))
+    paths = sorted(rng.sample(paths, min(150, len(paths))))
+    sources["doc/*/copyright"] = [d for p in paths for d in pack(split_paragraphs(read_text(p)))]
+    sources["stdlib docstrings"] = [d for t in stdlib_docstrings() for d in pack(split_paragraphs(t))]
+    pages = sorted(
+        p for s in ("1", "5", "8") for p in glob.glob(f"/usr/share/man/man{s}/*") if os.path.isfile(p)
+    )
+    pages = sorted(rng.sample(pages, min(60, len(pages))))
+    sources["man pages"] = [d for t in render_many(pages) for d in pack(split_paragraphs(t))]
+    metas = sorted(glob.glob(os.path.join(sysconfig.get_paths()["purelib"], "*.dist-info", "METADATA")))
+    bodies = [read_text(p).partition("\n\n")[2] for p in metas]
+    sources["dist-info METADATA"] = [d for t in bodies for d in pack(split_paragraphs(t))]
+    return {k: [d for d in v if looks_english(d)] for k, v in sources.items()}
+
+
+def chinese_sources() -> dict[str, list[str]]:
+    sources: dict[str, list[str]] = {}
+    catalogs = []
+    for path in sorted(glob.glob("/usr/share/locale/zh_*/LC_MESSAGES/*.mo")):
+        try:
+            with open(path, "rb") as f:
+                catalog = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
+        except (OSError, gettext.error, UnicodeDecodeError):
+            continue
+        messages = [v.strip() for k, v in sorted(catalog.items(), key=repr) if k and isinstance(v, str)]
+        catalogs.append(pack(m for m in messages if len(HAN.findall(m)) >= 15))
+    sources["gettext catalogs zh_*"] = [d for c in catalogs for d in c]
+    pages = sorted(p for p in glob.glob("/usr/share/man/zh_*/man*/*") if os.path.isfile(p))
+    sources["man pages zh_*"] = [d for t in render_many(pages) for d in pack(split_paragraphs(t))]
+    other = [
+        "/usr/share/vim/vim90/tutor/tutor.zh_cn.utf-8",
+        "/usr/share/vim/vim90/tutor/tutor.zh_tw.utf-8",
+        *sorted(glob.glob("/usr/share/vim/vim*/tutor/tutor.zh*.utf-8")),
+        *sorted(glob.glob("/usr/share/gnupg/help.zh_*.txt")),
+        *sorted(glob.glob("/usr/lib/systemd/catalog/*.zh_*.catalog")),
+    ]
+    other = list(dict.fromkeys(p for p in other if os.path.isfile(p)))
+    sources["vim tutor, gnupg help, systemd catalog"] = [
+        d for p in other for d in pack(split_paragraphs(read_text(p)))
+    ]
+    return {k: [d for d in v if han_share(d) >= 0.3] for k, v in sources.items()}
+
+
+def dedup_exact(docs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    seen: set[str] = set()
+    out = []
+    for source, text in docs:
+        key = " ".join(WORD.findall(fold(text)))
+        if key not in seen:
+            seen.add(key)
+            out.append((source, text))
+    return out
+
+
+def pick(sources: dict[str, list[str]], target: int, rng: random.Random) -> list[tuple[str, str]]:
+    pool = dedup_exact((s, d) for s, docs in sources.items() for d in docs)
+    if len(pool) > target:
+        pool = [pool[i] for i in sorted(rng.sample(range(len(pool)), target))]
+    return pool
+
+
+# --------------------------------------------------------------------------- edits
+
+BOILERPLATE = {
+    "en": [
+        "This document is provided for information only and may change without notice.",
+        "Copyright (c) 2024 Example Corporation. All rights reserved.",
+        "For the latest version of this text, see the project's web site.",
+        "Please report any errors in this text to the maintainers.",
+    ],
+    "zh": [
+        "本文内容仅供参考，如有变动，恕不另行通知。",
+        "版权所有 © 2024 示例公司。保留所有权利。",
+        "如发现翻译错误，请向翻译团队报告。",
+        "更多信息请访问项目主页。",
+    ],
+}
+TO_FULL = str.maketrans({",": "，", ";": "；", ":": "：", "(": "（", ")": "）", "?": "？", "!": "！"})
+TO_HALF = str.maketrans({v: k for k, v in {",": "，", ";": "；", ":": "：", "(": "（", ")": "）"}.items()})
+
+
+def typo(word: str, rng: random.Random) -> str:
+    i = rng.randrange(len(word) - 1)
+    if rng.random() < 0.5:
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]  # swap two letters
+    return word[:i] + word[i + 1 :]  # drop one
+
+
+def substitute(text: str, lang: str, rng: random.Random, pool: Sequence[str]) -> str:
+    """Replace or mistype about 2% of the words (English) or Han characters (Chinese)."""
+    pattern = re.compile(r"[A-Za-z]{3,}") if lang == "en" else HAN
+    spans = [m.span() for m in pattern.finditer(text)]
+    total = len(WORD.findall(text)) if lang == "en" else len(spans)
+    n = min(len(spans), max(1, round(0.02 * total)))
+    chars = list(text)
+    for start, end in sorted(rng.sample(spans, n), reverse=True):
+        old = text[start:end]
+        if lang == "en":
+            new = typo(old, rng) if rng.random() < 0.5 else rng.choice(pool)
+        else:
+            new = rng.choice(pool)
+        chars[start:end] = new
+    return "".join(chars)
+
+
+def punct(text: str, lang: str, rng: random.Random) -> str:
+    """Reflow lines and change whitespace and punctuation; the words stay the same."""
+    if lang == "en":
+        text = re.sub(r"\s+", " ", text).replace(" - ", " -- ").replace("'", "\u2019")
+        text = re.sub(r",(?=\s)", lambda m: ";" if rng.random() < 0.3 else ",", text)
+        text = re.sub(r"\.(?=\s)", lambda m: ".  " if rng.random() < 0.3 else ".", text)
+        return textwrap.fill(text, width=rng.randint(60, 100), break_on_hyphens=False)
+    text = text.translate(TO_HALF) if rng.random() < 0.5 else text.translate(TO_FULL)
+    # Drop or add the spaces between Han and Latin text, and join the lines.
+    if rng.random() < 0.5:
+        text = re.sub(rf"(?<={HAN.pattern}) (?=[A-Za-z0-9])|(?<=[A-Za-z0-9]) (?={HAN.pattern})", "", text)
+    else:
+        text = re.sub(rf"(?<={HAN.pattern})(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?={HAN.pattern})", " ", text)
+    return re.sub(r"\s*\n\s*", "", text) if rng.random() < 0.5 else text.replace("\n", "\n\n")
+
+
+def add_line(text: str, lang: str, rng: random.Random) -> str:
+    line = rng.choice(BOILERPLATE[lang])
+    return f"{line}\n{text}" if rng.random() < 0.5 else f"{text}\n{line}"
+
+
+def sentences(text: str, lang: str) -> list[str]:
+    splitter = r"(?<=[.!?])\s+|\n" if lang == "en" else r"(?<=[。！？；!?;])|\n"
+    return [s for s in re.split(splitter, text) if s.strip()]
+
+
+def del_sentence(text: str, lang: str, rng: random.Random) -> str:
+    parts = sentences(text, lang)
+    if len(parts) < 2:
+        return text[: len(text) // 2]
+    i = rng.randrange(len(parts))
+    return (" " if lang == "en" else "").join(parts[:i] + parts[i + 1 :])
+
+
+def truncate(text: str, lang: str, rng: random.Random) -> str:
+    cut = round(len(text) * 0.9)
+    if lang == "en":
+        space = text.rfind(" ", 0, cut)
+        cut = space if space > len(text) // 2 else cut
+    return text[:cut].rstrip()
+
+
+def make_edit(kind: str, text: str, lang: str, rng: random.Random, pool: Sequence[str]) -> str:
+    if kind == "substitute":
+        return substitute(text, lang, rng, pool)
+    edit: Callable[[str, str, random.Random], str] = {
+        "punct": punct,
+        "add_line": add_line,
+        "del_sentence": del_sentence,
+        "truncate": truncate,
+    }[kind]
+    return edit(text, lang, rng)
+
+
+@dataclass
+class Corpus:
+    lang: str
+    texts: list[str]
+    sources: Counter[str]
+    originals: int
+    #: variant row -> (original row, edit type)
+    variants: dict[int, tuple[int, str]] = field(default_factory=dict)
+    truth: set[tuple[int, int]] = field(default_factory=set)
+    #: each text's ground-truth set (truth_set)
+    sets: list[frozenset[str]] = field(default_factory=list)
+
+
+def build_corpus(lang: str, docs: list[tuple[str, str]], originals: int, seed: int) -> Corpus:
+    rng = random.Random(f"{seed}-{lang}-edits")
+    texts = [t for _, t in docs]
+    if lang == "en":
+        pool = sorted({w for t in texts for w in re.findall(r"\b[a-z]{4,}\b", t)})
+    else:
+        pool = sorted({c for t in texts for c in HAN.findall(t)})
+    corpus = Corpus(lang, list(texts), Counter(s for s, _ in docs), len(texts))
+    for i in sorted(rng.sample(range(len(texts)), min(originals, len(texts)))):
+        for kind in EDITS:
+            corpus.variants[len(corpus.texts)] = (i, kind)
+            corpus.texts.append(make_edit(kind, texts[i], lang, rng, pool))
+    return corpus
+
+
+# --------------------------------------------------------------------------- ground truth
+
+
+def truth_set(text: str, lang: str) -> frozenset[str]:
+    """Word 3-shingles (English) or character 3-grams of the word characters (Chinese)."""
+    text = fold(text)
+    if lang == "en":
+        return frozenset(shingles(WORD.findall(text), 3))
+    joined = "".join(WORD.findall(text))
+    return frozenset(joined[i : i + 3] for i in range(max(1, len(joined) - 2)))
+
+
+def jaccard_pairs(sets: Sequence[frozenset[str]], threshold: Fraction) -> set[tuple[int, int]]:
+    """Every (i, j), i < j, with Jaccard >= threshold: exact, by all-pairs prefix filtering.
+
+    Tokens are ordered rarest first; two sets with Jaccard >= t share a token within
+    their first |x| - ceil(t |x|) + 1 tokens, and their sizes differ by at most t.
+    """
+    num, den = threshold.numerator, threshold.denominator
+    df = Counter(tok for s in sets for tok in s)
+    order = sorted(range(len(sets)), key=lambda i: len(sets[i]))
+    index: dict[str, list[int]] = defaultdict(list)
+    found = set()
+    for i in order:  # smaller sets first: earlier ones in the index are never larger
+        s = sets[i]
+        if not s:
+            continue
+        ranked = sorted(s, key=lambda tok: (df[tok], tok))
+        prefix = ranked[: len(s) - math.ceil(num * len(s) / den) + 1]
+        candidates: set[int] = set()
+        for tok in prefix:
+            candidates.update(index[tok])
+            index[tok].append(i)
+        for j in candidates:
+            t = sets[j]
+            if den * len(t) < num * len(s):
+                continue
+            inter = len(s & t)
+            if den * inter >= num * (len(s) + len(t) - inter):
+                found.add((min(i, j), max(i, j)))
+    return found
+
+
+# --------------------------------------------------------------------------- scoring
+
+#: (tokenizer, ngram, shingle): each is tokenized once, then weighed six ways (one task each).
+TOKENIZATIONS: list[tuple[str, int, int]] = [
+    ("auto", 3, 1),
+    ("auto", 3, 2),
+    ("auto", 3, 3),
+    ("chars", 2, 1),
+    ("chars", 3, 1),
+    ("chars", 4, 1),
+]
+WEIGHTS = ("tf", "binary", "tfidf")
+TOP_KS = (0, 64)
+
+_CORPORA: list[Corpus] = []  # set before the process pool forks
+
+
+def label(s: Settings) -> str:
+    tok = f"chars n={s.ngram}" if s.tokenizer == "chars" else f"{s.tokenizer} shingle={s.shingle}"
+    return f"{tok} {s.weights} top_k={s.top_k}"
+
+
+def score(pairs: set[tuple[int, int]], corpus: Corpus) -> dict[str, float]:
+    tp = len(pairs & corpus.truth)
+    p = tp / len(pairs) if pairs else 1.0
+    r = tp / len(corpus.truth) if corpus.truth else 1.0
+    out = {"P": p, "R": r, "F1": 2 * p * r / (p + r) if p + r else 0.0, "pred": len(pairs)}
+    hits: Counter[str] = Counter()
+    for v, (o, kind) in corpus.variants.items():
+        if (o, v) in corpus.truth:
+            hits[kind] += (o, v) in pairs
+    for kind, n in positives(corpus).items():
+        out[f"R_{kind}"] = hits[kind] / n if n else float("nan")
+    return out
+
+
+def positives(corpus: Corpus) -> Counter[str]:
+    """How many (original, variant) pairs of each edit type are near-duplicates by the truth."""
+    n: Counter[str] = Counter({kind: 0 for kind in EDITS})
+    for v, (o, kind) in corpus.variants.items():
+        n[kind] += (o, v) in corpus.truth
+    return n
+
+
+Result = tuple[Settings, dict[str, dict[int, dict[str, float]]]]
+
+
+def run_tokenization(tokenization: tuple[str, int, int]) -> list[Result]:
+    """Score the six (weights, top_k) settings that share one tokenization, in both languages."""
+    tokenizer, ngram, shingle = tokenization
+    base = Settings(tokenizer=tokenizer, ngram=ngram, shingle=shingle)  # type: ignore[arg-type]
+    tokens = {c.lang: [tokenize(t, base) for t in c.texts] for c in _CORPORA}
+    hasher = FeatureHasher(base.bits, base.seed)
+    results = []
+    for weights in WEIGHTS:
+        for top_k in TOP_KS:
+            s = Settings(tokenizer=tokenizer, ngram=ngram, shingle=shingle, weights=weights, top_k=top_k)  # type: ignore[arg-type]
+            by_lang = {}
+            for c in _CORPORA:
+                fps = fingerprint_batch([weigh(t, s) for t in tokens[c.lang]], s.bits, hasher)
+                # Tokenizing once must give what the library's one call gives.
+                assert fps[:5] == fingerprint_texts(c.texts[:5], s), label(s)
+                assert all(fp is not None for fp in fps)
+                found = near_pairs(fps, s.bits, max(KS))  # type: ignore[arg-type]
+                by_lang[c.lang] = {k: score({(i, j) for i, j, d in found if d <= k}, c) for k in KS}
+            results.append((s, by_lang))
+    return results
+
+
+# --------------------------------------------------------------------------- report
+
+
+def fmt(x: float) -> str:
+    return "  -  " if x != x else f"{x:.3f}"
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        cells = (v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths)))
+        return "  ".join(cells).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def misses(s: Settings, corpora: Sequence[Corpus], threshold: Fraction, k: int = 3) -> str:
+    """The Jaccard of the false positives, and the recall on short and on longer documents."""
+    near = float(threshold) - 0.1
+    bands = ("< 0.5", f"0.5-{near:g}", f"{near:g}-{float(threshold):g}")
+    lines = []
+    for c in corpora:
+        found = {(i, j) for i, j, _ in near_pairs(fingerprint_texts(c.texts, s), s.bits, k)}  # type: ignore[arg-type]
+        counts: Counter[str] = Counter()
+        for i, j in found - c.truth:
+            jac = len(c.sets[i] & c.sets[j]) / len(c.sets[i] | c.sets[j])
+            counts[bands[0] if jac < 0.5 else bands[1] if jac < near else bands[2]] += 1
+        by_band = ", ".join(f"{b}: {counts[b]}" for b in bands)
+        lines.append(f"{c.lang}: {len(found - c.truth)} false positives; their Jaccard {by_band}")
+        for name, short in (("the shorter one < 500 chars", True), ("both >= 500 chars", False)):
+            pairs = [p for p in c.truth if (min(len(c.texts[p[0]]), len(c.texts[p[1]])) < 500) == short]
+            recall = fmt(sum(p in found for p in pairs) / len(pairs)) if pairs else "-"
+            lines.append(f"    recall on the {len(pairs)} true pairs with {name}: {recall}")
+    return "\n".join(lines)
+
+
+def revision() -> str:
+    """The repository's commit (with '+' if its simdedup/ has changes), or 'unknown'."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        git = ["git", "-C", here]
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--", "../simdedup"], capture_output=True, text=True
+        )
+    except OSError:
+        return "unknown"
+    return (
+        f"{head.stdout.strip()}{'+' if dirty.stdout.strip() else ''}" if head.returncode == 0 else "unknown"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--en-docs", type=int, default=1500, help="English documents to sample (default 1500)")
+    ap.add_argument(
+        "--zh-docs", type=int, default=1500, help="Chinese documents to sample, at most (default 1500)"
+    )
+    ap.add_argument(
+        "--originals", type=int, default=250, help="documents per language that get edited variants"
+    )
+    ap.add_argument("--jaccard", type=Fraction, default=Fraction(4, 5), help="ground truth: Jaccard >= this")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    ap.add_argument("--top", type=int, default=36, help="rows of the main table to print")
+    args = ap.parse_args(argv)
+    threshold = args.jaccard.limit_denominator(1000)
+    if not 0 < threshold <= 1:
+        ap.error("--jaccard must be in (0, 1]")
+    t0 = time.perf_counter()
+
+    rng = random.Random(args.seed)
+    picked = {
+        "en": pick(english_sources(rng), args.en_docs, random.Random(f"{args.seed}-en")),
+        "zh": pick(chinese_sources(), args.zh_docs, random.Random(f"{args.seed}-zh")),
+    }
+    log(f"read corpus: {time.perf_counter() - t0:.1f}s")
+    corpora = [build_corpus(lang, picked[lang], args.originals, args.seed) for lang in LANGS]
+    for c in corpora:
+        c.sets = [truth_set(t, c.lang) for t in c.texts]
+        c.truth = jaccard_pairs(c.sets, threshold)
+    log(f"variants and ground truth: {time.perf_counter() - t0:.1f}s")
+
+    digest = hashlib.sha256("\x00".join(t for c in corpora for t in c.texts).encode()).hexdigest()[:16]
+    print(f"# simdedup default-settings benchmark (seed {args.seed}, corpus digest {digest})\n")
+    print(f"simdedup {revision()}, fingerprint spec {FINGERPRINT_SPEC_VERSION}\n")
+    for c in corpora:
+        chars = sum(len(t) for t in c.texts[: c.originals])
+        print(
+            f"{c.lang}: {c.originals} documents ({chars / c.originals:.0f} chars on average) "
+            f"+ {len(c.variants)} variants = {len(c.texts)}; "
+            f"{len(c.truth)} near-duplicate pairs (Jaccard >= {float(threshold):g})"
+        )
+        for source, n in sorted(c.sources.items()):
+            print(f"    {n:5d}  {source}")
+        pos = positives(c)
+        natural = sum(1 for i, j in c.truth if j < c.originals)
+        varied = len(c.variants) // len(EDITS)
+        per_edit = ", ".join(f"{k} {pos[k]}/{varied}" for k in EDITS)
+        print(
+            f"    original-variant pairs still >= {float(threshold):g}: {per_edit};"
+            f" pairs among the originals: {natural}"
+        )
+    print()
+
+    global _CORPORA
+    _CORPORA = corpora
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs, mp_context=get_context("fork")) as pool:
+            results = [r for rs in pool.map(run_tokenization, TOKENIZATIONS) for r in rs]
+    else:
+        results = [r for rs in map(run_tokenization, TOKENIZATIONS) for r in rs]
+    log(f"fingerprints and scores: {time.perf_counter() - t0:.1f}s")
+
+    default = Settings()
+
+    def mean_f1(r: Result, k: int = 3) -> float:
+        return sum(r[1][lang][k]["F1"] for lang in LANGS) / len(LANGS)
+
+    def best_k(r: Result) -> int:
+        return max(KS, key=lambda k: (mean_f1(r, k), -k))
+
+    results.sort(key=lambda r: (-mean_f1(r), label(r[0])))
+
+    print("## All settings at k=3, by mean F1 of en and zh (* = the current Settings() default)\n")
+    print("best k: the k in 2..6 with the highest mean F1 for that setting, and that F1.\n")
+    rows = []
+    for rank, r in enumerate(results[: args.top], 1):
+        s, res = r
+        en, zh = res["en"][3], res["zh"][3]
+        star = "*" if s == default else ""
+        rows.append(
+            [
+                f"{rank:2d} {label(s)}{star}",
+                fmt(en["P"]),
+                fmt(en["R"]),
+                fmt(en["F1"]),
+                fmt(zh["P"]),
+                fmt(zh["R"]),
+                fmt(zh["F1"]),
+                fmt(mean_f1(r)),
+                str(best_k(r)),
+                fmt(mean_f1(r, best_k(r))),
+            ]
+        )
+    print(
+        table(
+            rows,
+            ["setting", "en P", "en R", "en F1", "zh P", "zh R", "zh F1", "mean F1", "best k", "F1 @best k"],
+        )
+    )
+
+    print("\n## Recall per edit type at k=3 (top 10 settings)\n")
+    short = {
+        "substitute": "subst",
+        "punct": "punct",
+        "add_line": "add",
+        "del_sentence": "del",
+        "truncate": "trunc",
+    }
+    header = ["setting"] + [f"{lang} {short[k]}" for lang in LANGS for k in EDITS]
+    rows = [
+        [f"{rank:2d} {label(s)}"] + [fmt(res[lang][3][f"R_{k}"]) for lang in LANGS for k in EDITS]
+        for rank, (s, res) in enumerate(results[:10], 1)
+    ]
+    print(table(rows, header))
+
+    also = "" if results[0][0] == default else " and for the current default"
+    print(f"\n## Distance k for the best setting{also}\n")
+    picks = [results[0]] + [r for r in results if r[0] == default and r is not results[0]]
+    rows = []
+    for s, res in picks:
+        for k in KS:
+            en, zh = res["en"][k], res["zh"][k]
+            rows.append(
+                [
+                    f"{label(s)} k={k}",
+                    fmt(en["P"]),
+                    fmt(en["R"]),
+                    fmt(en["F1"]),
+                    fmt(zh["P"]),
+                    fmt(zh["R"]),
+                    fmt(zh["F1"]),
+                    fmt((en["F1"] + zh["F1"]) / 2),
+                ]
+                + [fmt(res[lang][k][f"R_{e}"]) for lang in LANGS for e in ("add_line", "truncate")]
+            )
+    print(
+        table(
+            rows,
+            [
+                "setting",
+                "en P",
+                "en R",
+                "en F1",
+                "zh P",
+                "zh R",
+                "zh F1",
+                "mean F1",
+                "en add",
+                "en trunc",
+                "zh add",
+                "zh trunc",
+            ],
+        )
+    )
+    print(f"\n## Where the best setting errs at k=3 ({label(results[0][0])})\n")
+    print(misses(results[0][0], corpora, threshold))
+    log(f"total: {time.perf_counter() - t0:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
