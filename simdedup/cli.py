@@ -299,6 +299,16 @@ class Outputs(contextlib.ExitStack):
         return self.enter_context(stream)
 
 
+def _record_writers(outputs: Outputs, kw: dict[str, Any], dd: Deduplicator) -> list[Any]:
+    """The --duplicates and --report writers, in the format each file name asks for."""
+    bits, writers = dd.settings.bits, []
+    if (f := outputs.open(kw["duplicates"], "--duplicates")) is not None:
+        writers.append(DuplicatesWriter(f, format_for(kw["duplicates"]), bits, dd.index.fingerprints))
+    if (f := outputs.open(kw["report"], "--report")) is not None:
+        writers.append(ReportWriter(f, format_for(kw["report"]), bits))
+    return writers
+
+
 # ---------------------------------------------------------------- the dedup run
 
 
@@ -478,11 +488,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
         writers: list[Any] = []
         if (f := outputs.open(kw["unique"], "--unique")) is not None:
             writers.append(UniqueWriter(f, keep_empty=not kw["drop_empty"]))
-        if (f := outputs.open(kw["duplicates"], "--duplicates")) is not None:
-            fmt = format_for(kw["duplicates"])
-            writers.append(DuplicatesWriter(f, fmt, settings.bits, dd.index.fingerprints))
-        if (f := outputs.open(kw["report"], "--report")) is not None:
-            writers.append(ReportWriter(f, format_for(kw["report"]), settings.bits))
+        writers += _record_writers(outputs, kw, dd)
         summary, groups, interrupted = _run(sources, settings, read_options, messages, writers, dd)
     if outputs.stdout_owner is None:
         fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
@@ -520,11 +526,7 @@ def filter_(source: str | None, **kw: Any) -> None:
         stdout = outputs.open("-", "filter output")
         assert stdout is not None
         writers: list[Any] = [UniqueWriter(stdout, keep_empty=not kw["drop_empty"])]
-        if (f := outputs.open(kw["duplicates"], "--duplicates")) is not None:
-            fmt = format_for(kw["duplicates"])
-            writers.append(DuplicatesWriter(f, fmt, settings.bits, dd.index.fingerprints))
-        if (f := outputs.open(kw["report"], "--report")) is not None:
-            writers.append(ReportWriter(f, format_for(kw["report"]), settings.bits))
+        writers += _record_writers(outputs, kw, dd)
         summary, _, interrupted = _run(sources, settings, read_options, messages, writers, dd)
         stdout.flush()
     status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], kw["summary_json"])
