@@ -152,7 +152,7 @@ def _read_stream(
         where = f"{name}:{lineno + 1}" if lineno else name
         on_problem(Problem(where, "unreadable", f"cannot read further: {e}"))
         return
-    if lineno == 0:
+    if lineno == 0 and name != STDIN:  # an empty pipe is a quiet day, not a broken file
         on_problem(Problem(name, "empty-file", "empty file: no documents in it"))
 
 

@@ -240,6 +240,11 @@ def test_an_empty_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
     assert result.exit_code == 3 and "empty file" in result.stderr
 
 
+def test_an_empty_stdin_is_not_an_error() -> None:
+    result = run("filter", input="")
+    assert result.exit_code == 0 and result.stdout == ""
+
+
 def test_a_50_mb_line_is_fingerprinted_on_its_start_and_passed_through(tmp_path: Path) -> None:
     f = tmp_path / "huge.txt"
     line = b"lorem ipsum dolor sit amet " * (50 * 2**20 // 27)
