@@ -380,7 +380,7 @@ def _finish(
     messages: Messages,
     interrupted: bool,
     fail_on_duplicates: bool,
-    summary_json: str | None,
+    summary_json: IO[bytes] | None,
 ) -> ExitStatus:
     if interrupted:
         status = ExitStatus.INTERRUPTED
@@ -400,15 +400,9 @@ def _finish(
         f"index: {stats.fingerprints:,} fingerprints; blocks of {layout} bits; "
         f"largest bucket {stats.largest_bucket:,}; {stats.tables:,} tables, depth {stats.depth}"
     )
-    if summary_json:
+    if summary_json is not None:
         record = {**summary.as_dict(), "exit_status": int(status), "settings": vars(dd.settings)}
-        try:
-            with open(summary_json, "w", encoding="utf-8") as f:
-                json.dump(record, f, indent=2)
-                f.write("\n")
-        except OSError as e:
-            messages.problem(Problem(summary_json, "unreadable", f"cannot write summary: {e.strerror}"))
-            status = max(status, ExitStatus.INPUT_ERRORS)
+        summary_json.write((json.dumps(record, indent=2) + "\n").encode("utf-8"))
     return status
 
 
@@ -489,11 +483,12 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
         if (f := outputs.open(kw["unique"], "--unique")) is not None:
             writers.append(UniqueWriter(f, keep_empty=not kw["drop_empty"]))
         writers += _record_writers(outputs, kw, dd)
+        summary_json = outputs.open(kw["summary_json"], "--summary-json")
         summary, groups, interrupted = _run(sources, settings, read_options, messages, writers, dd)
-    if outputs.stdout_owner is None:
-        fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
-        _write_groups(groups, dd, fmt)
-    status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], kw["summary_json"])
+        if outputs.stdout_owner is None:
+            fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
+            _write_groups(groups, dd, fmt)
+        status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json)
     sys.exit(status)
 
 
@@ -527,9 +522,10 @@ def filter_(source: str | None, **kw: Any) -> None:
         assert stdout is not None
         writers: list[Any] = [UniqueWriter(stdout, keep_empty=not kw["drop_empty"])]
         writers += _record_writers(outputs, kw, dd)
+        summary_json = outputs.open(kw["summary_json"], "--summary-json")
         summary, _, interrupted = _run(sources, settings, read_options, messages, writers, dd)
         stdout.flush()
-    status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], kw["summary_json"])
+        status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json)
     sys.exit(status)
 
 

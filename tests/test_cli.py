@@ -277,10 +277,11 @@ def test_an_output_that_is_also_an_input_is_refused_and_the_input_kept(lines: Pa
     assert lines.read_bytes() == before
 
 
-def test_an_unwritable_output_fails_before_any_work(lines: Path, tmp_path: Path) -> None:
-    result = run("scan", str(lines), "--report", str(tmp_path / "no" / "such" / "dir.jsonl"))
-    assert result.exit_code == 2 and "cannot write --report" in result.stderr
-    assert result.stdout == ""
+@pytest.mark.parametrize("option", ["--unique", "--duplicates", "--report", "--summary-json"])
+def test_an_unwritable_output_fails_before_any_work(lines: Path, tmp_path: Path, option: str) -> None:
+    result = run("scan", str(lines), option, str(tmp_path / "no" / "such" / "dir.jsonl"))
+    assert result.exit_code == 2 and f"cannot write {option}" in result.stderr
+    assert result.stdout == "" and "documents" not in result.stderr
 
 
 def test_bad_settings_are_usage_errors(lines: Path) -> None:
