@@ -30,5 +30,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
+bench-full: $(STAMP)
+	$(BIN)/python benchmarks/bench.py --full
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

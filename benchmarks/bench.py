@@ -1,0 +1,666 @@
+"""Benchmark simdedup against baselines measured in the same run.
+
+The corpus is generated, deterministic for a given --seed: English-like documents of
+about 640 bytes, words drawn from a 50,000-word Zipf vocabulary (exponent 1.1; the top
+ranks are real English function words, the rest made up), 30% of each document's words
+from one of 1,000 topics (--topic-share), and about 10% near-duplicates: copies of
+earlier documents with 1-3 word substitutions, insertions or deletions.
+
+What it measures:
+
+* Throughput in documents per second:
+  - the floor: a bare ``re.findall(r"\\w+", text)`` pass over the same texts;
+  - simdedup end to end in-process (text -> fingerprint, default Settings, batches
+    of simdedup.dedup.BATCH_SIZE as the CLI makes them);
+  - the fingerprint stage alone on the same word features (64 bits, term-frequency
+    weights): simdedup's ``fingerprint_batch`` against the PyPI ``simhash.Simhash``,
+    with its default md5 feature hash and with simdedup's xxh3_64 (which must then
+    give identical fingerprints);
+  - the real CLI once, end to end: ``simdedup scan FILE --format tsv -q`` in a subprocess.
+* All-pairs near-duplicate search, k = 3: simdedup's ``near_pairs`` (a BlockIndex) on the
+  corpus fingerprints and on as many uniform random 64-bit fingerprints (real text
+  makes hot buckets), and the PyPI ``simhash.SimhashIndex`` (k = 3) on the first
+  --pypi-docs of the same fingerprints, and on its own md5 ones. SimhashIndex is slow
+  (quadratic in a hot bucket), hence the bound.
+* Correctness: near_pairs must equal a brute-force numpy all-pairs (popcount of XOR)
+  on the first --check-docs fingerprints, and SimhashIndex's pairs must equal near_pairs'.
+
+Ratios are simdedup / baseline, so they are comparable across machines. Timings are
+reported, never asserted; the exit status is 1 only when a correctness check fails.
+
+Run:  make bench                                  (20,000 documents, ~1-2 minutes on 2 cores)
+      .venv/bin/python benchmarks/bench.py --docs 50000 --seed 1
+      .venv/bin/python benchmarks/bench.py --full   (200,000 documents: about 10 minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import simhash
+import xxhash
+
+from simdedup import BlockIndex, FeatureHasher, Settings, extract, fingerprint_batch, near_pairs
+from simdedup.dedup import BATCH_SIZE
+from simdedup.fingerprint import fingerprint_texts
+
+T = TypeVar("T")
+
+K = 3
+BITS = 64
+DOC_BYTES = 640
+DUP_FRACTION = 0.10
+VOCAB_SIZE = 50_000
+ZIPF_EXPONENT = 1.1
+#: Each original document is on one of TOPICS topics: TOPIC_SHARE of its words come from
+#: its topic's TOPIC_WORDS words (Zipf-distributed too). Without topics every document is
+#: an i.i.d. draw dominated by the same few frequent words, so their fingerprints crowd
+#: together far more than real text's do (see README.md).
+TOPICS = 1_000
+TOPIC_WORDS = 200
+TOPIC_SHARE = 0.3
+
+#: The most frequent English words take the top Zipf ranks; the rest are made up.
+_COMMON_WORDS = (
+    "the of and to a in is it you that he was for on are with as i his they be at one have "
+    "this from or had by not word but what some we can out other were all there when up use "
+    "your how said an each she which do their time if will way about many then them write "
+    "would like so these her long make thing see him two has look more day could go come did "
+    "number sound no most people my over know water than call first who may down side been now"
+)
+COMMON = tuple(_COMMON_WORDS.split())
+ONSETS = ("b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "st", "tr")
+NUCLEI = ("a", "e", "i", "o", "u", "ea", "ou", "ai")
+CODAS = ("", "", "n", "r", "s", "t", "l", "nd", "ng")
+
+
+# ---------------------------------------------------------------- corpus
+
+
+@dataclass
+class Corpus:
+    texts: list[str]
+    #: (source, copy) document numbers of the planted near-duplicates.
+    planted: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(t.encode("utf-8")) for t in self.texts)
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for t in self.texts:
+            h.update(t.encode("utf-8") + b"\n")
+        return h.hexdigest()[:12]
+
+
+def make_vocabulary(rng: np.random.Generator, size: int = VOCAB_SIZE) -> list[str]:
+    """COMMON, then distinct made-up words of 1-4 syllables, in Zipf rank order."""
+    words = list(dict.fromkeys(COMMON))
+    seen = set(words)
+    while len(words) < size:
+        count = size - len(words)
+        syllables = rng.integers(1, 5, size=count)
+        parts = (rng.integers(len(ONSETS), size=(count, 4)), rng.integers(len(NUCLEI), size=(count, 4)))
+        codas = rng.integers(len(CODAS), size=(count, 4))
+        for n, on, nu, co in zip(syllables, *parts, codas):
+            word = "".join(ONSETS[on[s]] + NUCLEI[nu[s]] + CODAS[co[s]] for s in range(n))
+            if word not in seen:
+                seen.add(word)
+                words.append(word)
+    return words
+
+
+def zipf_cdf(size: int, exponent: float = ZIPF_EXPONENT) -> np.ndarray:
+    """Cumulative probabilities of ranks 1..size with P(rank r) proportional to r ** -exponent."""
+    cdf = np.cumsum(np.arange(1, size + 1, dtype=np.float64) ** -exponent)
+    return cdf / cdf[-1]
+
+
+def zipf_draws(cdf: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
+    """`size` vocabulary numbers (0 = most frequent) drawn by Zipf's law."""
+    return np.minimum(np.searchsorted(cdf, rng.random(size), side="right"), len(cdf) - 1)
+
+
+def sentences(words: Sequence[str], rng: np.random.Generator) -> str:
+    """Words as sentences of 6-17 words: capitalized, ending with a period."""
+    out, i = [], 0
+    while i < len(words):
+        n = int(rng.integers(6, 18))
+        chunk = list(words[i : i + n])
+        chunk[0] = chunk[0].capitalize()
+        out.append(" ".join(chunk) + ".")
+        i += n
+    return " ".join(out)
+
+
+@dataclass
+class Language:
+    """What documents are drawn from: a Zipf vocabulary and topics over it."""
+
+    vocab: list[str]
+    lengths: np.ndarray  # bytes of each word with its space
+    cdf: np.ndarray  # Zipf over the whole vocabulary
+    topics: np.ndarray  # TOPICS x TOPIC_WORDS vocabulary numbers, from below the COMMON head
+    topic_cdf: np.ndarray  # Zipf within a topic
+    topic_share: float
+
+    @classmethod
+    def make(cls, rng: np.random.Generator, topic_share: float) -> Language:
+        vocab = make_vocabulary(rng)
+        topics = rng.integers(len(COMMON), len(vocab), size=(TOPICS, TOPIC_WORDS))
+        lengths = np.array([len(w) + 1 for w in vocab])
+        return cls(vocab, lengths, zipf_cdf(len(vocab)), topics, zipf_cdf(TOPIC_WORDS), topic_share)
+
+
+def original_document(lang: Language, rng: np.random.Generator) -> str:
+    """About DOC_BYTES bytes on one topic: topic_share of the words from it, the rest from anywhere."""
+    n = DOC_BYTES // 2  # every word takes at least 2 bytes with its space: always enough
+    topic = lang.topics[rng.integers(len(lang.topics))]
+    anywhere = zipf_draws(lang.cdf, rng, n)
+    topical = topic[zipf_draws(lang.topic_cdf, rng, n)]
+    ids = np.where(rng.random(n) < lang.topic_share, topical, anywhere)
+    end = int(np.searchsorted(np.cumsum(lang.lengths[ids]), DOC_BYTES)) + 1
+    return sentences([lang.vocab[i] for i in ids[:end]], rng)
+
+
+def edited_copy(text: str, lang: Language, rng: np.random.Generator) -> str:
+    """A copy of `text` with 1-3 edits, each a word substitution, insertion or deletion."""
+    words = text.split(" ")
+    edits = int(rng.integers(1, 4))
+    for op, new in zip(rng.integers(3, size=edits), zipf_draws(lang.cdf, rng, edits)):
+        at = int(rng.integers(len(words)))
+        if op == 0:
+            words[at] = lang.vocab[new]
+        elif op == 1:
+            words.insert(at, lang.vocab[new])
+        elif len(words) > 1:
+            del words[at]
+    return " ".join(words)
+
+
+def make_corpus(count: int, seed: int, topic_share: float = TOPIC_SHARE) -> Corpus:
+    """`count` documents; about DUP_FRACTION of them are edited copies of earlier ones."""
+    rng = np.random.default_rng(seed)
+    lang = Language.make(rng, topic_share)
+    corpus = Corpus([])
+    for i in range(count):
+        if i and rng.random() < DUP_FRACTION:
+            src = int(rng.integers(i))
+            corpus.texts.append(edited_copy(corpus.texts[src], lang, rng))
+            corpus.planted.append((src, i))
+        else:
+            corpus.texts.append(original_document(lang, rng))
+    return corpus
+
+
+# ---------------------------------------------------------------- timing
+
+
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
+    """The wall time of one call, and its result."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def chunks(items: Sequence[T], size: int = BATCH_SIZE) -> list[Sequence[T]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+# ---------------------------------------------------------------- throughput
+
+
+def tokenize_floor(texts: Sequence[str]) -> int:
+    word = re.compile(r"\w+")
+    return sum(len(word.findall(t)) for t in texts)
+
+
+def simdedup_end_to_end(texts: Sequence[str]) -> list[int | None]:
+    """Text -> fingerprint as the pipeline does it: default Settings, one hasher, batches."""
+    settings = Settings()
+    hasher = FeatureHasher(settings.bits, settings.seed)
+    fps: list[int | None] = []
+    for batch in chunks(texts):
+        fps.extend(fingerprint_texts(batch, settings, hasher))
+    return fps
+
+
+def word_features(texts: Sequence[str]) -> list[dict[str, float]]:
+    """simdedup's word features (normalized, \\w+ tokens, term-frequency weights)."""
+    settings = Settings(tokenizer="words")
+    return [extract(t, settings) for t in texts]
+
+
+def simdedup_fingerprint_stage(features: Sequence[dict[str, float]]) -> list[int | None]:
+    hasher = FeatureHasher(BITS)
+    fps: list[int | None] = []
+    for batch in chunks(features):
+        fps.extend(fingerprint_batch(batch, BITS, hasher))
+    return fps
+
+
+def pypi_fingerprints(features: Sequence[dict[str, int]], hashfunc: Callable | None = None) -> list[int]:
+    """simhash.Simhash on the same features; integer weights take its fast path."""
+    kw = {"hashfunc": hashfunc} if hashfunc else {}
+    return [simhash.Simhash(f, f=BITS, **kw).value for f in features]
+
+
+def simdedup_command() -> list[str]:
+    exe = Path(sys.executable).parent / "simdedup"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "simdedup"]
+
+
+def run_cli(texts: Sequence[str], workdir: str) -> tuple[float, float, int]:
+    """(scan seconds, start-up seconds, output lines) of the real CLI, one run each."""
+    path = os.path.join(workdir, "corpus.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        for t in texts:
+            f.write(t + "\n")
+    out_path = os.path.join(workdir, "groups.tsv")
+    cmd = simdedup_command()
+    start_up, _ = timed(lambda: subprocess.run([*cmd, "--version"], check=True, capture_output=True))
+    with open(out_path, "wb") as out:
+        seconds, _ = timed(
+            lambda: subprocess.run([*cmd, "scan", path, "--format", "tsv", "-q"], check=True, stdout=out)
+        )
+    with open(out_path, "rb") as f:
+        lines = sum(1 for _ in f)
+    return seconds, start_up, lines
+
+
+# ---------------------------------------------------------------- all pairs
+
+
+def pypi_near_pairs(fps: Sequence[int]) -> list[tuple[int, int, int]]:
+    """near_pairs with simhash.SimhashIndex: query each fingerprint, then add it."""
+    index = simhash.SimhashIndex([], f=BITS, k=K)
+    pairs = []
+    for j, fp in enumerate(fps):
+        h = simhash.Simhash(fp, f=BITS)
+        pairs.extend((int(i), j, (fp ^ fps[int(i)]).bit_count()) for i in index.get_near_dups(h))
+        index.add(str(j), h)
+    pairs.sort()
+    return pairs
+
+
+def _popcount64(x: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        return np.bitwise_count(x)
+    table = np.array([bin(b).count("1") for b in range(256)], dtype=np.uint8)
+    return table[x.view(np.uint8)].reshape(*x.shape, 8).sum(axis=-1)
+
+
+def brute_force_pairs(fps: Sequence[int], k: int = K, rows: int = 512) -> list[tuple[int, int, int]]:
+    """Every (i, j, d) with i < j and popcount(fps[i] ^ fps[j]) = d <= k, by numpy."""
+    arr = np.array(fps, dtype=np.uint64)
+    pairs = []
+    for start in range(0, len(arr), rows):
+        block = arr[start : start + rows]
+        dist = _popcount64(block[:, None] ^ arr[None, :])
+        i, j = np.nonzero(dist <= k)
+        i += start
+        keep = i < j
+        pairs.extend(zip(i[keep].tolist(), j[keep].tolist(), dist[i[keep] - start, j[keep]].tolist()))
+    pairs.sort()
+    return pairs
+
+
+def random_fingerprints(count: int, seed: int) -> list[int]:
+    rng = np.random.default_rng(seed + 1)
+    return rng.integers(0, 2**64, size=count, dtype=np.uint64).tolist()
+
+
+# ---------------------------------------------------------------- measuring
+
+
+Pairs = list[tuple[int, int, int]]
+
+
+@dataclass
+class Throughput:
+    docs: int
+    #: measurement -> best seconds
+    seconds: dict[str, float]
+    #: simdedup's fingerprints of every document (None for an empty one)
+    fps: list[int | None]
+    #: the fingerprint stage's, and PyPI Simhash's with md5 and with xxh3_64
+    stage_fps: list[int | None]
+    md5_fps: list[int]
+    xxh_fps: list[int]
+    cli_start_up: float
+    cli_lines: int
+
+    def rate(self, what: str) -> float:
+        return self.docs / self.seconds[what]
+
+
+def measure_throughput(texts: Sequence[str], repeat: int) -> Throughput:
+    """Each in-process pass `repeat` times, round-robin, so that a slow spell of a shared
+    machine hits every pass alike; the best time of each counts. Then the CLI, once."""
+    features = word_features(texts)
+    int_features = [{t: int(w) for t, w in f.items()} for f in features]
+    passes: dict[str, Callable[[], list]] = {
+        "floor": lambda: [tokenize_floor(texts)],
+        "e2e": lambda: simdedup_end_to_end(texts),
+        "stage": lambda: simdedup_fingerprint_stage(features),
+        "md5": lambda: pypi_fingerprints(int_features),
+        "xxh": lambda: pypi_fingerprints(int_features, xxhash.xxh3_64_intdigest),
+    }
+    seconds = dict.fromkeys(passes, float("inf"))
+    results: dict[str, list] = {}
+    for _ in range(repeat):
+        for name, run_pass in passes.items():
+            elapsed, results[name] = timed(run_pass)
+            seconds[name] = min(seconds[name], elapsed)
+    with tempfile.TemporaryDirectory(prefix="simdedup-bench-") as workdir:
+        seconds["cli"], start_up, lines = run_cli(texts, workdir)
+    r = results
+    return Throughput(len(texts), seconds, r["e2e"], r["stage"], r["md5"], r["xxh"], start_up, lines)
+
+
+@dataclass
+class AllPairs:
+    real: list[int]
+    rand: list[int]
+    #: measurement -> (fingerprints, seconds, pairs)
+    runs: dict[str, tuple[int, float, Pairs]]
+
+    def seconds(self, what: str) -> float:
+        return self.runs[what][1]
+
+    def pairs(self, what: str) -> Pairs:
+        return self.runs[what][2]
+
+
+def measure_all_pairs(
+    fps: Sequence[int | None], md5_fps: Sequence[int], pypi_docs: int, seed: int
+) -> AllPairs:
+    real = [fp for fp in fps if fp is not None]
+    own = [md5 for fp, md5 in zip(fps, md5_fps) if fp is not None]
+    rand = random_fingerprints(len(real), seed)
+    m = min(pypi_docs, len(real))
+    jobs: dict[str, tuple[Sequence[int], Callable[[Sequence[int]], Pairs]]] = {
+        "real": (real, near_pairs),
+        "rand": (rand, near_pairs),
+        "prefix": (real[:m], near_pairs),
+        "pypi": (real[:m], pypi_near_pairs),
+        "pypi_own": (own[:m], pypi_near_pairs),
+    }
+    if m == len(real):
+        del jobs["prefix"]
+    runs = {}
+    for name, (data, fn) in jobs.items():
+        seconds, pairs = timed(lambda data=data, fn=fn: fn(data))
+        runs[name] = (len(data), seconds, pairs)
+    runs.setdefault("prefix", runs["real"])
+    return AllPairs(real, rand, runs)
+
+
+def prefix_pairs(fps: Sequence[int], pairs: Pairs, count: int) -> Pairs:
+    """near_pairs of fps[:count], reusing `pairs` (those of all fps) when count covers them."""
+    return pairs if count == len(fps) else near_pairs(fps[:count], BITS, K)
+
+
+def run_checks(
+    corpus: Corpus, tp: Throughput, ap: AllPairs, check_docs: int
+) -> list[tuple[str, bool | None, str]]:
+    """(check, passed or None for information only, detail)."""
+    c = min(check_docs, len(ap.real))
+    expected = brute_force_pairs(ap.real[:c])
+    random_expected = brute_force_pairs(ap.rand[:c])
+    equal_fps = sum(a == b for a, b in zip(tp.xxh_fps, tp.stage_fps))
+    pypi, mine, own = ap.pairs("pypi"), ap.pairs("prefix"), ap.pairs("pypi_own")
+    m = ap.runs["prefix"][0]
+    fps = tp.fps
+    within = sum(
+        fps[a] is not None and fps[b] is not None and (fps[a] ^ fps[b]).bit_count() <= K  # type: ignore[operator]
+        for a, b in corpus.planted
+    )
+    planted = len(corpus.planted)
+    return [
+        (
+            f"near_pairs == brute-force numpy, first {c:,}",
+            prefix_pairs(ap.real, ap.pairs("real"), c) == expected,
+            f"{len(expected):,} pairs",
+        ),
+        (
+            f"same on uniform random fingerprints, first {c:,}",
+            prefix_pairs(ap.rand, ap.pairs("rand"), c) == random_expected,
+            f"{len(random_expected):,} pairs",
+        ),
+        (
+            "PyPI Simhash(xxh3_64) == simdedup fingerprints",
+            equal_fps == tp.docs,
+            f"{equal_fps:,} of {tp.docs:,}",
+        ),
+        (
+            f"PyPI SimhashIndex == near_pairs, same fps ({m:,})",
+            pypi == mine,
+            f"{len(pypi):,} vs {len(mine):,} pairs",
+        ),
+        (
+            f"PyPI SimhashIndex on its own md5 fps ({m:,})",
+            None,
+            f"{len(own):,} vs {len(mine):,} pairs: md5 feature hashes give other fingerprints",
+        ),
+        (
+            "planted near-duplicates within k",
+            None,
+            f"{within:,} of {planted:,} ({within / max(1, planted):.0%})",
+        ),
+        ("CLI output lines (tsv duplicate groups)", None, f"{tp.cli_lines:,}"),
+    ]
+
+
+# ---------------------------------------------------------------- report
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def table(title: str, header: Sequence[str], rows: list[Sequence[object]], align: str = "") -> str:
+    """A plain text table; `align` has an "l" or "r" per column (default: "l" then "r"s)."""
+    align = align or "l" + "r" * (len(header) - 1)
+    cells = [list(header)] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = [title]
+    for r in cells:
+        padded = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(r, widths, align)]
+        lines.append(("  " + "  ".join(padded)).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def machine() -> str:
+    load = f", load average {os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else ""
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs{load}, "
+        f"Python {platform.python_version()}, numpy {np.__version__}, "
+        f"simhash {version('simhash')}, simdedup {version('simdedup')} at commit {commit()}"
+    )
+
+
+def commit() -> str:
+    """The simdedup checkout's short commit, "+" when it has changes; "?" outside git."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True
+        )
+    except OSError:
+        return "?"
+    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "") if head.returncode == 0 else "?"
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def throughput_table(tp: Throughput) -> str:
+    labels = {
+        "floor": 're.findall(r"\\w+", text) only: the floor',
+        "e2e": "simdedup text -> fingerprint, in-process",
+        "stage": "simdedup fingerprint stage, from features",
+        "md5": "PyPI Simhash, same features, md5 (default)",
+        "xxh": "PyPI Simhash, same features, xxh3_64",
+        "cli": "CLI: simdedup scan FILE --format tsv -q",
+    }
+    rows = [(label, f"{tp.seconds[k]:.2f}", _num(tp.rate(k))) for k, label in labels.items()]
+    rows.append(("CLI start-up alone: simdedup --version", f"{tp.cli_start_up:.2f}", ""))
+    return table(f"Throughput, {tp.docs:,} documents", ("measurement", "seconds", "docs/s"), rows)
+
+
+def all_pairs_table(ap: AllPairs) -> str:
+    labels = {
+        "real": "simdedup near_pairs, corpus",
+        "rand": "simdedup near_pairs, uniform random",
+        "prefix": "simdedup near_pairs, corpus prefix",
+        "pypi": "PyPI SimhashIndex, same fingerprints",
+        "pypi_own": "PyPI SimhashIndex, its own md5 ones",
+    }
+    if ap.runs["prefix"] is ap.runs["real"]:
+        del labels["prefix"]  # the PyPI comparison is on every fingerprint
+    rows = [
+        (label, f"{ap.runs[k][0]:,}", f"{ap.runs[k][1]:.2f}", f"{len(ap.runs[k][2]):,}")
+        for k, label in labels.items()
+    ]
+    header = ("measurement", "fingerprints", "seconds", "pairs")
+    return table(f"All-pairs near-duplicates, k = {K}", header, rows)
+
+
+def index_table(ap: AllPairs) -> str:
+    rows = []
+    for name, fps in (("corpus", ap.real), ("uniform random", ap.rand)):
+        s = BlockIndex.from_fingerprints(fps, BITS, K).stats()
+        share = s.largest_bucket / max(1, s.fingerprints)
+        rows.append(
+            (name, f"{s.fingerprints:,}", f"{s.largest_bucket:,} ({share:.1%})", f"{s.tables:,}", s.depth)
+        )
+    header = ("fingerprints", "count", "largest bucket", "tables", "depth")
+    return table("BlockIndex.stats() with every fingerprint added", header, rows)
+
+
+def ratio_table(tp: Throughput, ap: AllPairs) -> str:
+    m, n = ap.runs["prefix"][0], len(ap.real)
+    rows = [
+        (
+            "end-to-end docs/s / re.findall docs/s",
+            f"{tp.rate('e2e') / tp.rate('floor'):.3f}",
+            "higher: better",
+        ),
+        ("CLI docs/s / re.findall docs/s", f"{tp.rate('cli') / tp.rate('floor'):.3f}", "higher: better"),
+        ("fingerprint docs/s / PyPI Simhash, md5", f"{tp.rate('stage') / tp.rate('md5'):.2f}", "> 1: faster"),
+        (
+            "fingerprint docs/s / PyPI Simhash, xxh3",
+            f"{tp.rate('stage') / tp.rate('xxh'):.2f}",
+            "> 1: faster",
+        ),
+        (
+            f"all-pairs time / PyPI SimhashIndex ({m:,})",
+            f"{ap.seconds('prefix') / ap.seconds('pypi'):.3f}",
+            "< 1: faster",
+        ),
+        (
+            f"all-pairs time, corpus / uniform random ({n:,})",
+            f"{ap.seconds('real') / ap.seconds('rand'):.1f}",
+            "the cost of hot buckets",
+        ),
+    ]
+    return table("Ratios, simdedup / baseline", ("comparison", "ratio", "read as"), rows, align="lrl")
+
+
+def checks_table(checks: list[tuple[str, bool | None, str]]) -> str:
+    marks = {True: "ok", False: "FAILED", None: "info"}
+    rows = [(name, marks[ok], detail) for name, ok, detail in checks]
+    return table("Checks", ("check", "result", "detail"), rows, align="lll")
+
+
+# ---------------------------------------------------------------- main
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.getLogger("simhash").setLevel(logging.ERROR)  # "Big bucket found" on every hot query
+    seconds, corpus = timed(lambda: make_corpus(args.docs, args.seed, args.topic_share))
+    say(
+        f"simdedup benchmark: {len(corpus.texts):,} documents ({len(corpus.planted):,} planted "
+        f"near-duplicates), {corpus.nbytes / 1e6:.1f} MB, seed {args.seed}, "
+        f"topic share {args.topic_share}, corpus sha256 {corpus.digest()} (generated in {seconds:.1f} s)"
+    )
+    say(f"machine: {machine()}")
+    say(
+        f"settings: {BITS} bits, word features, term-frequency weights, k = {K}; "
+        f"in-process throughput: best of {args.repeat} round-robin passes\n"
+    )
+
+    tp = measure_throughput(corpus.texts, args.repeat)
+    say(throughput_table(tp))
+    ap = measure_all_pairs(tp.fps, tp.md5_fps, args.pypi_docs, args.seed)
+    say(all_pairs_table(ap))
+    say(index_table(ap))
+    say(ratio_table(tp, ap))
+    checks = run_checks(corpus, tp, ap, args.check_docs)
+    say(checks_table(checks))
+    failed = [name for name, ok, _ in checks if ok is False]
+    if failed:
+        say(f"{len(failed)} check(s) FAILED: " + "; ".join(failed))
+        return 1
+    return 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--docs", type=int, help="documents to generate (default 20,000; 200,000 with --full)")
+    p.add_argument("--full", action="store_true", help="the larger run: 200,000 documents (slow)")
+    p.add_argument("--seed", type=int, default=0, help="corpus seed (default 0)")
+    p.add_argument(
+        "--pypi-docs",
+        type=int,
+        help="PyPI SimhashIndex runs on the first N fingerprints (default 20,000; 50,000 with --full)",
+    )
+    p.add_argument(
+        "--check-docs", type=int, default=20_000, help="fingerprints checked by brute force (default 20,000)"
+    )
+    p.add_argument(
+        "--topic-share",
+        type=float,
+        default=TOPIC_SHARE,
+        help=f"share of a document's words from its topic (default {TOPIC_SHARE}; 0: plain Zipf)",
+    )
+    p.add_argument(
+        "--repeat", type=int, help="best of N for the in-process throughput passes (default 5; 1 with --full)"
+    )
+    args = p.parse_args(argv)
+    if args.docs is None:
+        args.docs = 200_000 if args.full else 20_000
+    if args.repeat is None:
+        args.repeat = 1 if args.full else 5
+    if args.pypi_docs is None:
+        args.pypi_docs = 50_000 if args.full else 20_000
+    if args.docs < 2 or args.pypi_docs < 1 or args.check_docs < 1 or args.repeat < 1:
+        p.error("--docs must be at least 2; --pypi-docs, --check-docs and --repeat at least 1")
+    if not 0 <= args.topic_share <= 1:
+        p.error("--topic-share must be between 0 and 1")
+    return args
+
+
+if __name__ == "__main__":
+    sys.exit(run(parse_args()))
