@@ -14,15 +14,12 @@ from itertools import islice
 from typing import Literal
 
 from .features import extract
-from .fingerprint import FeatureHasher, HashFunc, fingerprint_batch
+from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, fingerprint_batch
 from .index import BlockIndex
 from .read import Document
 from .settings import Settings
 
 Status = Literal["unique", "duplicate", "empty"]
-
-#: Documents fingerprinted together; large enough for numpy, small enough for pipelines.
-BATCH_SIZE = 256
 
 
 @dataclass(frozen=True, slots=True)

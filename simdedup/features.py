@@ -112,7 +112,7 @@ def weigh(tokens: list[str], settings: Settings) -> Features:
         idf, median = _idf_table()
         weights = {t: c * idf.get(t, median) for t, c in counts.items()}
     else:
-        weights = {t: float(c) for t, c in counts.items()}
+        weights = counts  # type: ignore[assignment]  # a Counter is already feature -> count
     if settings.top_k and len(weights) > settings.top_k:
         heaviest = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.top_k]
         weights = dict(heaviest)
