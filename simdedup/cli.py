@@ -86,7 +86,8 @@ class Messages:
         if self.progress_active:
             from tqdm import tqdm
 
-            tqdm.write(click.unstyle(text), file=sys.stderr)
+            # Only on a terminal (see _progress), so styles stay unless NO_COLOR says no.
+            tqdm.write(click.unstyle(text) if _color() is False else text, file=sys.stderr)
         else:
             click.echo(text, err=True, color=_color())
 
@@ -353,6 +354,8 @@ def _run(
 def _write_groups(groups: Groups, dd: Deduplicator, fmt: str) -> None:
     kept_ids, kept_fps, bits = dd.ids, dd.index.fingerprints, dd.settings.bits
     if fmt == "table":
+        if not groups:
+            return  # the summary on stderr says "0 groups"; an empty table says nothing more
         from rich.console import Console
         from rich.table import Table
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import json
 import os
+import pty
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -399,3 +403,50 @@ def test_ctrl_c_exits_130_after_flushing_what_was_written(tmp_path: Path) -> Non
     assert b"interrupted" in stderr and b"Traceback" not in stderr
     decided = [json.loads(line) for line in report.read_text().splitlines()]
     assert len(decided) >= 256
+
+
+def stderr_on_a_terminal(args: list[str], env: dict[str, str] | None = None) -> str:
+    """Run simdedup with stderr on a pseudo-terminal and return what it wrote there."""
+
+    main_fd, terminal = pty.openpty()
+    # A fresh pty is 0 x 0, and tqdm draws nothing at width 0: give it a real size.
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=terminal, env=env)
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main_fd, 4096)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait()
+    os.close(main_fd)
+    return b"".join(chunks).decode()
+
+
+@pytest.fixture
+def many_lines(tmp_path: Path) -> Path:
+    f = tmp_path / "many.txt"
+    f.write_text("".join(f"document {i} about {i % 97} things and {i % 89} more\n" for i in range(30000)))
+    return f
+
+
+def test_progress_and_colour_show_only_on_a_terminal(many_lines: Path, tmp_path: Path) -> None:
+    on_terminal = stderr_on_a_terminal(simdedup("scan", str(many_lines), str(tmp_path / "nope")))
+    assert " docs [" in on_terminal and "docs/s]" in on_terminal
+    assert "\x1b[31m" in on_terminal  # the red "error"
+    piped = subprocess.run(
+        simdedup("scan", str(many_lines), str(tmp_path / "nope")), capture_output=True, text=True
+    )
+    assert " docs [" not in piped.stderr and "\x1b[" not in piped.stderr
+
+
+def test_no_color_and_quiet_on_a_terminal(many_lines: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "NO_COLOR": "1"}
+    no_color = stderr_on_a_terminal(simdedup("scan", str(many_lines), str(tmp_path / "nope")), env)
+    assert "\x1b[31m" not in no_color and "error: no such file" in no_color
+    quiet = stderr_on_a_terminal(simdedup("scan", "-q", str(many_lines), str(tmp_path / "nope")))
+    assert " docs [" not in quiet and "error" in quiet and "documents:" not in quiet
