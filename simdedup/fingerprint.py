@@ -1,13 +1,14 @@
 """Stage 3: weighted features -> SimHash fingerprints, a batch at a time.
 
 Each feature's hash adds its weight to column i where bit i is 1 and subtracts it
-where bit i is 0; bit i of the fingerprint is 1 when column i's sum is > 0.
+where bit i is 0; bit i of the fingerprint is 1 when column i's exact sum is > 0.
 Bit i of a fingerprint is `(fp >> i) & 1`. Pure functions over batches: a document's
 fingerprint never depends on the batch it is in. Never prints, never reads files.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
 
@@ -103,11 +104,41 @@ def column_sums(
     signed = hash_bits(hashes, bits).astype(np.float64)
     signed *= 2.0
     signed -= 1.0
-    signed *= np.asarray(weights, dtype=np.float64)[:, None]
+    w = np.asarray(weights, dtype=np.float64)
+    signed *= w[:, None]
     ends = np.append(starts[1:], len(hashes))
     nonempty = np.flatnonzero(ends > starts)
     sums[nonempty] = np.add.reduceat(signed, starts[nonempty], axis=0)
+    if not _sums_are_exact(w):
+        _make_signs_exact(sums, signed, w, starts, ends, nonempty)
     return sums
+
+
+def _sums_are_exact(w: np.ndarray) -> bool:
+    """Integer weights (tf, binary) add up exactly in float64, in any order."""
+    return bool(np.all(np.floor(w) == w)) and float(np.abs(w).sum()) < 2.0**53
+
+
+def _make_signs_exact(
+    sums: np.ndarray,
+    signed: np.ndarray,
+    w: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    rows: np.ndarray,
+) -> None:
+    """Recompute exactly (math.fsum) every column sum whose sign float rounding could decide.
+
+    numpy adds in an order of its own (not left to right), and any order of n terms is
+    within (n - 1) * 2**-53 * sum(|w|) of the exact sum. Outside that bound the sign is
+    already the exact sum's; inside it, fsum gives the correctly rounded sum. So the
+    fingerprint is a function of the exact sums, whatever the batch or the machine.
+    """
+    totals = np.add.reduceat(np.abs(w), starts[rows])
+    bound = 4 * np.finfo(np.float64).eps * (ends[rows] - starts[rows]) * totals
+    for r, col in zip(*np.nonzero(np.abs(sums[rows]) <= bound[:, None])):
+        d = rows[r]
+        sums[d, col] = math.fsum(signed[starts[d] : ends[d], col])
 
 
 def fingerprints_from_sums(sums: np.ndarray) -> list[int]:

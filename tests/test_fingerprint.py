@@ -3,6 +3,7 @@ the batch, the run or the process."""
 
 from __future__ import annotations
 
+import math
 import pickle
 import subprocess
 import sys
@@ -24,16 +25,17 @@ texts = st.text(alphabet=st.sampled_from("abc de 中文字 .,\n"), max_size=60)
 
 
 def reference_simhash(features: dict[str, float], bits: int) -> int | None:
-    """The seeds' algorithm, one bit at a time, with the same xxh3 feature hash."""
+    """The seeds' algorithm, one bit at a time, with the same xxh3 feature hash and
+    exact column sums (math.fsum), so the sign never depends on the order of addition."""
     if not any(features.values()):
         return None
     digest = xxhash.xxh3_64_intdigest if bits == 64 else xxhash.xxh3_128_intdigest
-    sums = [0.0] * bits
+    columns: list[list[float]] = [[] for _ in range(bits)]
     for feature, weight in features.items():
         h = digest(feature.encode("utf-8"))
         for i in range(bits):
-            sums[i] += weight if h >> i & 1 else -weight
-    return sum(1 << i for i in range(bits) if sums[i] > 0)
+            columns[i].append(weight if h >> i & 1 else -weight)
+    return sum(1 << i for i in range(bits) if math.fsum(columns[i]) > 0)
 
 
 @settings(max_examples=200, deadline=None)
@@ -59,6 +61,13 @@ def test_dedup_decisions_do_not_depend_on_the_batch_size(docs: list[str], size: 
         return [(d.status, d.fingerprint, d.duplicate_of) for d in dedup(documents, batch_size=batch_size)]
 
     assert run(size) == run(256)
+
+
+def test_a_sign_decided_by_a_tiny_weight_is_the_exact_sums() -> None:
+    # 1 - 1 + 3e-217 is 3e-217 > 0 exactly; numpy's own order of addition gives 0.
+    hashes = {"a": 0b01, "b": 0b00, "c": 0b01}
+    [fp] = fingerprint_batch([{"a": 1.0, "b": 1.0, "c": 3e-217}], 2, hashfunc=hashes.__getitem__)
+    assert fp == 0b01
 
 
 def test_fingerprints_are_the_same_in_every_process() -> None:
