@@ -450,3 +450,14 @@ def test_no_color_and_quiet_on_a_terminal(many_lines: Path, tmp_path: Path) -> N
     assert "\x1b[31m" not in no_color and "error: no such file" in no_color
     quiet = stderr_on_a_terminal(simdedup("scan", "-q", str(many_lines), str(tmp_path / "nope")))
     assert " docs [" not in quiet and "error" in quiet and "documents:" not in quiet
+
+
+def test_features_field_fingerprints_given_weights_as_they_are(tmp_path: Path) -> None:
+    from simdedup import fingerprint_batch, format_fingerprint
+
+    vector = {"dim0": 3.0, "dim1": 2.0, "dim2": 4.0}  # seed 002's sparse vector
+    f = tmp_path / "vectors.jsonl"
+    f.write_text(json.dumps({"id": "v", "features": vector}) + "\n" + '{"id": "w", "features": []}\n')
+    result = run("fingerprint", str(f), "--features-field", "features")
+    assert result.stdout == f"{format_fingerprint(fingerprint_batch([vector])[0])}\tv\n"
+    assert result.exit_code == 3 and f"{f}:2: error: no 'features' object" in result.stderr
