@@ -495,6 +495,11 @@ def fmt(x: float) -> str:
     return "  -  " if x != x else f"{x:.3f}"
 
 
+def prf(en: dict[str, float], zh: dict[str, float]) -> list[str]:
+    """Precision, recall and F1 of English, then of Chinese, as table cells."""
+    return [fmt(scores[m]) for scores in (en, zh) for m in ("P", "R", "F1")]
+
+
 def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
 
@@ -623,12 +628,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(
             [
                 f"{rank:2d} {label(s)}{star}",
-                fmt(en["P"]),
-                fmt(en["R"]),
-                fmt(en["F1"]),
-                fmt(zh["P"]),
-                fmt(zh["R"]),
-                fmt(zh["F1"]),
+                *prf(en, zh),
                 fmt(mean_f1(r)),
                 str(best_k(r)),
                 fmt(mean_f1(r, best_k(r))),
@@ -666,12 +666,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(
                 [
                     f"{label(s)} k={k}",
-                    fmt(en["P"]),
-                    fmt(en["R"]),
-                    fmt(en["F1"]),
-                    fmt(zh["P"]),
-                    fmt(zh["R"]),
-                    fmt(zh["F1"]),
+                    *prf(en, zh),
                     fmt((en["F1"] + zh["F1"]) / 2),
                 ]
                 + [fmt(res[lang][k][f"R_{e}"]) for lang in LANGS for e in ("add_line", "truncate")]
