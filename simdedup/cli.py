@@ -21,8 +21,8 @@ import click
 from . import __version__
 from .dedup import BATCH_SIZE, Decision, Deduplicator, batches, dedup, fingerprint_documents
 from .features import extract
+from .fingerprint import FeatureHasher, fingerprint_batch, format_fingerprint
 from .fingerprint import distance as hamming
-from .fingerprint import fingerprint_batch, format_fingerprint
 from .read import STDIN, Document, Problem, ReadOptions, read_documents
 from .report import (
     GROUP_COLUMNS,
@@ -619,7 +619,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         Document(f"--text {i + 1}", t, b"") for i, t in enumerate(texts)
     ]
     features = [extract(d.text, settings) for d in docs]
-    fa, fb = fingerprint_batch(features, settings.bits)
+    fa, fb = fingerprint_batch(features, settings.bits, FeatureHasher(settings.bits, settings.seed))
     names = [d.id for d in docs]
     if fa is None or fb is None:
         empty = names[0] if fa is None else names[1]

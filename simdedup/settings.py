@@ -59,18 +59,9 @@ class Settings:
             raise SettingsError("--top-k must be 0 (all features) or more")
 
     @property
-    def hash_name(self) -> str:
-        """The feature hash: xxh3 of the feature's UTF-8 bytes, as wide as the fingerprint."""
-        return f"xxh3_{self.bits}"
-
-    @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
         """(first bit, width) of each of the distance + 1 index blocks."""
         return block_layout(self.bits, self.distance)
-
-    @property
-    def hex_digits(self) -> int:
-        return self.bits // 4
 
 
 def block_layout(bits: int, distance: int) -> tuple[tuple[int, int], ...]:
