@@ -12,6 +12,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet --upgrade --target $(VENV)/baselines/simhash-pybind simhash-pybind==0.0.3
 	touch $(STAMP)
 
 install: $(STAMP)

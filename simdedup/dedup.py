@@ -8,6 +8,7 @@ apart keeps A and C. Never prints; works a batch of documents at a time.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -45,10 +46,40 @@ def fingerprint_documents(
     return fingerprint_batch(batch, settings.bits, hashfunc)
 
 
+class Ids(Sequence[str]):
+    """The ids of kept documents, row by row, packed: UTF-8 bytes in one buffer plus an
+    8-byte end offset each (a list of str would cost ~50 bytes more per id)."""
+
+    def __init__(self) -> None:
+        self._blob = bytearray()
+        self._ends = array("Q")
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, row: int) -> str:  # type: ignore[override]
+        if row < 0:
+            row += len(self._ends)
+        start = self._ends[row - 1] if row else 0
+        return self._blob[start : self._ends[row]].decode("utf-8", "surrogateescape")
+
+    def append(self, doc_id: str) -> None:
+        self._blob += doc_id.encode("utf-8", "surrogateescape")
+        self._ends.append(len(self._blob))
+
+    def extend(self, ids: Iterable[str]) -> None:
+        for doc_id in ids:
+            self.append(doc_id)
+
+    def nbytes(self) -> int:
+        return len(self._blob) + 8 * len(self._ends)
+
+
 class Deduplicator:
     """The kept documents so far: their fingerprints in a BlockIndex, and their ids.
 
-    Feed it batches with `process`; it is the one stateful part of the pipeline.
+    Feed it batches with `process` (or `decide_many`, given fingerprints made elsewhere,
+    e.g. by worker processes); it is the one stateful part of the pipeline.
     """
 
     def __init__(
@@ -60,7 +91,16 @@ class Deduplicator:
         self.settings = settings or Settings()
         self.hashfunc = hashfunc or FeatureHasher(self.settings.bits, self.settings.seed)
         self.index = index or BlockIndex(self.settings.bits, self.settings.distance)
-        self.ids: list[str] = []
+        self.ids = Ids()
+
+    def extend(self, fps: Iterable[int], ids: Iterable[str]) -> None:
+        """Preload kept documents (e.g. from a stored index): they get the next rows."""
+        fps, ids = list(fps), list(ids)
+        if len(fps) != len(ids):
+            raise ValueError(f"{len(fps)} fingerprints but {len(ids)} ids")
+        for fp in fps:
+            self.index.add(fp)
+        self.ids.extend(ids)
 
     def decide(self, doc: Document, fp: int | None) -> Decision:
         if fp is None:
@@ -73,9 +113,12 @@ class Deduplicator:
         self.ids.append(doc.id)
         return Decision(doc, fp, "unique", row)
 
-    def process(self, docs: Sequence[Document]) -> list[Decision]:
-        fps = fingerprint_documents(docs, self.settings, self.hashfunc)
+    def decide_many(self, docs: Sequence[Document], fps: Sequence[int | None]) -> list[Decision]:
+        """Decisions for a batch, in order, as if `decide` were called on each in turn."""
         return [self.decide(doc, fp) for doc, fp in zip(docs, fps)]
+
+    def process(self, docs: Sequence[Document]) -> list[Decision]:
+        return self.decide_many(docs, fingerprint_documents(docs, self.settings, self.hashfunc))
 
 
 def batches(items: Iterable[Document], size: int = BATCH_SIZE) -> Iterator[list[Document]]:
