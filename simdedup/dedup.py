@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Literal
 
+import numpy as np
+
 from .features import extract
 from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, fingerprint_batch
-from .index import BlockIndex
+from .index import BlockIndex, fingerprint_array
 from .read import Document
 from .settings import Settings
 
@@ -34,6 +36,12 @@ class Decision:
     row: int | None = None
     duplicate_of: str | None = None
     distance: int | None = None
+
+
+def _as_fingerprint_array(fps: np.ndarray | Iterable[int], bits: int) -> np.ndarray:
+    if isinstance(fps, np.ndarray):
+        return fps
+    return fingerprint_array(list(fps), bits)
 
 
 def fingerprint_documents(
@@ -74,6 +82,19 @@ class Ids(Sequence[str]):
     def nbytes(self) -> int:
         return len(self._blob) + 8 * len(self._ends)
 
+    def to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(UTF-8 bytes of all ids as uint8, each id's end offset as uint64), copies."""
+        return np.frombuffer(bytes(self._blob), np.uint8), np.array(self._ends, np.uint64)
+
+    @classmethod
+    def from_arrays(cls, blob: np.ndarray, ends: np.ndarray) -> Ids:
+        if len(ends) and (int(ends[-1]) != len(blob) or np.any(np.diff(ends.astype(np.int64)) < 0)):
+            raise ValueError("id offsets do not match the id bytes")
+        ids = cls()
+        ids._blob = bytearray(blob.tobytes())
+        ids._ends = array("Q", ends.astype(np.uint64).tobytes())
+        return ids
+
 
 class Deduplicator:
     """The kept documents so far: their fingerprints in a BlockIndex, and their ids.
@@ -93,14 +114,22 @@ class Deduplicator:
         self.index = index or BlockIndex(self.settings.bits, self.settings.distance)
         self.ids = Ids()
 
-    def extend(self, fps: Iterable[int], ids: Iterable[str]) -> None:
-        """Preload kept documents (e.g. from a stored index): they get the next rows."""
-        fps, ids = list(fps), list(ids)
+    def extend(self, fps: np.ndarray | Iterable[int], ids: Ids | Iterable[str]) -> None:
+        """Preload kept documents (e.g. from a stored index): they get the next rows.
+
+        `fps` as BlockIndex.fingerprint_array() gives them, or any iterable of ints."""
+        fps = _as_fingerprint_array(fps, self.settings.bits)
+        if not isinstance(ids, Ids):
+            packed = Ids()
+            packed.extend(ids)
+            ids = packed
         if len(fps) != len(ids):
             raise ValueError(f"{len(fps)} fingerprints but {len(ids)} ids")
-        for fp in fps:
-            self.index.add(fp)
-        self.ids.extend(ids)
+        self.index.add_many(fps)
+        blob, ends = ids.to_arrays()
+        base = self.ids._ends[-1] if len(self.ids) else 0
+        self.ids._blob += blob.tobytes()
+        self.ids._ends.extend(array("Q", (ends + np.uint64(base)).tobytes()))
 
     def decide(self, doc: Document, fp: int | None) -> Decision:
         if fp is None:

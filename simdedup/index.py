@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from .settings import block_layout
 
 #: A bucket holding more rows than this becomes a sub-table (see BlockIndex).
@@ -165,6 +167,18 @@ class BlockIndex:
     def fingerprints(self) -> Sequence[int]:
         return self._fps
 
+    def fingerprint_array(self) -> np.ndarray:
+        """The stored fingerprints, row by row: uint64, shape (n,) for 64 bits, (n, 2) for 128
+        (high word first)."""
+        return fingerprint_array(self._fps, self.bits)
+
+    def add_many(self, fps: np.ndarray) -> range:
+        """Store fingerprints given as fingerprint_array() returns them; returns their rows."""
+        start = len(self._fps)
+        for fp in fingerprint_ints(fps):
+            self.add(fp)
+        return range(start, len(self._fps))
+
     def add(self, fp: int) -> int:
         """Store a fingerprint; returns its row."""
         if not 0 <= fp < 1 << self.bits:
@@ -215,6 +229,31 @@ class BlockIndex:
         """Assert the invariants: every row sits in exactly one right bucket of every block."""
         assert all(0 <= fp < 1 << self.bits for fp in self._fps)
         self._table.check(self._fps, set(range(len(self._fps))))
+
+
+def fingerprint_array(fps: Sequence[int], bits: int = 64) -> np.ndarray:
+    """Python-int fingerprints as uint64 words: shape (n,) for 64 bits, (n, bits // 64)
+    with the high word first for wider ones."""
+    words = bits // 64
+    if words == 1:
+        return np.array(fps, dtype=np.uint64).reshape(len(fps))
+    low = (1 << 64) - 1
+    return np.array(
+        [[(fp >> (64 * (words - 1 - w))) & low for w in range(words)] for fp in fps], dtype=np.uint64
+    ).reshape(len(fps), words)
+
+
+def fingerprint_ints(fps: np.ndarray) -> list[int]:
+    """The inverse of fingerprint_array."""
+    if fps.ndim == 1:
+        return fps.tolist()
+    out = []
+    for row in fps.tolist():
+        fp = 0
+        for word in row:
+            fp = fp << 64 | word
+        out.append(fp)
+    return out
 
 
 def near_pairs(fps: Sequence[int], bits: int = 64, distance: int = 3) -> list[tuple[int, int, int]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,3 +67,22 @@ def test_decisions_match_a_brute_force_keep_first(seed: int, n: int, k: int) -> 
             kept.append((i, fp))
             expected.append(("unique", None, None))
     assert decide_all(fps, k) == expected
+
+
+def _docs(texts: list[str], start: int = 0) -> list[Document]:
+    return [Document(f"d{start + i}", t, t.encode()) for i, t in enumerate(texts)]
+
+
+def test_extend_preloads_kept_documents_with_their_ids() -> None:
+    first = Deduplicator()
+    first.process(_docs(["alpha beta gamma delta", "one two three four"]))
+    second = Deduplicator()
+    second.extend(first.index.fingerprint_array(), first.ids)
+    [decision] = second.process(_docs(["alpha beta gamma delta"], start=10))
+    assert (decision.status, decision.duplicate_of) == ("duplicate", "d0")
+    assert list(second.ids) == ["d0", "d1"]
+
+
+def test_extend_refuses_a_count_mismatch() -> None:
+    with pytest.raises(ValueError, match="2 fingerprints but 1 ids"):
+        Deduplicator().extend([1, 2], ["a"])
