@@ -18,7 +18,7 @@ import numpy as np
 
 from .features import extract
 from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, fingerprint_batch
-from .index import BlockIndex, fingerprint_array
+from .index import BlockIndex, fingerprint_array, near_pair_arrays
 from .read import Document
 from .settings import Settings
 
@@ -132,19 +132,41 @@ class Deduplicator:
         self.ids._ends.extend(array("Q", (ends + np.uint64(base)).tobytes()))
 
     def decide(self, doc: Document, fp: int | None) -> Decision:
-        if fp is None:
-            return Decision(doc, None, "empty")
-        near = self.index.nearest(fp)
-        if near is not None:
-            row, d = near
-            return Decision(doc, fp, "duplicate", row, self.ids[row], d)
-        row = self.index.add(fp)
-        self.ids.append(doc.id)
-        return Decision(doc, fp, "unique", row)
+        return self.decide_many([doc], [fp])[0]
 
     def decide_many(self, docs: Sequence[Document], fps: Sequence[int | None]) -> list[Decision]:
-        """Decisions for a batch, in order, as if `decide` were called on each in turn."""
-        return [self.decide(doc, fp) for doc, fp in zip(docs, fps)]
+        """Decisions for a batch, in order, as if each document were decided in turn.
+
+        The batch is looked up in the index in one numpy search, and against itself with
+        near_pair_arrays; only the keep-first walk over the batch is a Python loop."""
+        present = [i for i, fp in enumerate(fps) if fp is not None]
+        decisions: list[Decision] = [Decision(doc, None, "empty") for doc in docs]
+        if not present:
+            return decisions
+        bits, k = self.settings.bits, self.index.distance
+        words = fingerprint_array([fps[i] for i in present], bits)
+        stored_rows, stored_ds = (a.tolist() for a in self.index.nearest_many(words))
+        earlier: dict[int, list[tuple[int, int]]] = {}
+        for i, j, d in zip(*(a.tolist() for a in near_pair_arrays(words, bits, k))):
+            earlier.setdefault(j, []).append((i, d))
+        base = len(self.index)
+        kept: dict[int, int] = {}  # position in `present` -> row it is kept as
+        for pos, i in enumerate(present):
+            best = (stored_ds[pos], stored_rows[pos]) if stored_rows[pos] >= 0 else None
+            for other, d in earlier.get(pos, ()):
+                row = kept.get(other)
+                if row is not None and (best is None or (d, row) < best):
+                    best = (d, row)
+            doc, fp = docs[i], fps[i]
+            if best is None:
+                kept[pos] = base + len(kept)
+                self.ids.append(doc.id)
+                decisions[i] = Decision(doc, fp, "unique", kept[pos])
+            else:
+                d, row = best
+                decisions[i] = Decision(doc, fp, "duplicate", row, self.ids[row], d)
+        self.index.add_many(words[list(kept)])
+        return decisions
 
     def process(self, docs: Sequence[Document]) -> list[Decision]:
         return self.decide_many(docs, fingerprint_documents(docs, self.settings, self.hashfunc))

@@ -1,234 +1,28 @@
 """Stage 4: find every stored fingerprint within Hamming distance k of a query.
 
-The block index of Manku et al. (WWW 2007): split the bits into k + 1 blocks; two
-fingerprints within distance k agree on at least one whole block (pigeonhole), so a
-query compares only the fingerprints that share a block value with it. Exact: it
-returns every stored fingerprint within k, identical ones included, and nothing else.
-Never prints, never touches files.
+The block index of Manku et al. (WWW 2007), held in numpy arrays and searched a batch
+of queries at a time. Exact: it returns every stored fingerprint within k, identical
+ones included, and nothing else. Never prints, never touches files.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 
-from .settings import block_layout
+from .settings import index_layout
 
-#: A bucket holding more rows than this becomes a sub-table (see BlockIndex).
-HOT_BUCKET = 64
-#: Sub-blocks narrower than this separate too little to pay for their lookups.
-MIN_SUB_BLOCK_BITS = 8
+#: Rows added since the last run was built are searched by brute force; at this many
+#: they become a run of their own.
+BUFFER_ROWS = 1024
+#: Query batches larger than this are searched in slices, to bound candidate arrays.
+QUERY_SLICE = 4096
 
-
-def _groups(positions: Sequence[int], count: int) -> list[tuple[int, ...]]:
-    """Split bit positions into `count` consecutive groups, as equal as they can be."""
-    width, extra = divmod(len(positions), count)
-    groups, start = [], 0
-    for i in range(count):
-        end = start + width + (1 if i < extra else 0)
-        groups.append(tuple(positions[start:end]))
-        start = end
-    return groups
-
-
-def _mask(positions: Iterable[int]) -> int:
-    m = 0
-    for p in positions:
-        m |= 1 << p
-    return m
-
-
-class _Table:
-    """k + 1 blocks over a set of bit positions; each block maps a value to a bucket.
-
-    A bucket is a list of rows, or, once it is hot, a _Table over the positions the
-    block leaves out. Every row stored here agrees with its bucket's key on the block.
-    """
-
-    __slots__ = ("masks", "rests", "buckets", "size", "k", "hot")
-
-    def __init__(self, positions: Sequence[int], k: int, hot: int) -> None:
-        groups = _groups(positions, k + 1)
-        self.k = k
-        self.hot = hot
-        self.masks = [_mask(g) for g in groups]
-        self.rests = [tuple(p for p in positions if p not in set(g)) for g in groups]
-        self.buckets: list[dict[int, list[int] | _Table]] = [{} for _ in groups]
-        self.size = 0
-
-    def splittable(self, block: int) -> bool:
-        # A row sits in all k + 1 blocks of every table on its path, so add and query cost
-        # (k + 1) ** depth lookups at worst; wide sub-blocks keep that depth at 3 or less.
-        return len(self.rests[block]) >= MIN_SUB_BLOCK_BITS * (self.k + 1)
-
-    def add(self, fp: int, row: int, fps: Sequence[int]) -> None:
-        self.size += 1
-        for j, mask in enumerate(self.masks):
-            buckets = self.buckets[j]
-            key = fp & mask
-            bucket = buckets.get(key)
-            if bucket is None:
-                buckets[key] = [row]
-            elif type(bucket) is list:
-                bucket.append(row)
-                if len(bucket) > self.hot and self.splittable(j):
-                    sub = _Table(self.rests[j], self.k, self.hot)
-                    for r in bucket:
-                        sub.add(fps[r], r, fps)
-                    buckets[key] = sub
-            else:
-                bucket.add(fp, row, fps)
-
-    def candidates(self, fp: int, out: set[int]) -> None:
-        for mask, buckets in zip(self.masks, self.buckets):
-            bucket = buckets.get(fp & mask)
-            if bucket is None:
-                continue
-            if type(bucket) is list:
-                out.update(bucket)
-            else:
-                bucket.candidates(fp, out)
-
-    def depth(self) -> int:
-        subs = [b.depth() for bs in self.buckets for b in bs.values() if type(b) is _Table]
-        return 1 + max(subs, default=0)
-
-    def count_tables(self) -> int:
-        return 1 + sum(b.count_tables() for bs in self.buckets for b in bs.values() if type(b) is _Table)
-
-    def check(self, fps: Sequence[int], rows: set[int]) -> None:
-        assert self.size == len(rows), (self.size, len(rows))
-        for j, (mask, buckets) in enumerate(zip(self.masks, self.buckets)):
-            seen: set[int] = set()
-            for key, bucket in buckets.items():
-                members = set(bucket) if type(bucket) is list else None
-                if members is None:
-                    sub_rows = {r for r in rows if fps[r] & mask == key}
-                    bucket.check(fps, sub_rows)
-                    members = sub_rows
-                else:
-                    assert len(members) == len(bucket), "a row is twice in one bucket"
-                    assert len(bucket) <= self.hot or not self.splittable(j), "hot bucket left whole"
-                assert all(fps[r] & mask == key for r in members), "row in the wrong bucket"
-                assert not (seen & members), "row in two buckets of one block"
-                seen |= members
-            assert seen == rows, "a row is missing from a block"
-
-
-@dataclass(frozen=True)
-class IndexStats:
-    """What --verbose reports about an index."""
-
-    fingerprints: int
-    blocks: tuple[tuple[int, int], ...]
-    largest_bucket: int
-    tables: int
-    depth: int
-
-
-class BlockIndex:
-    """Exact search for stored fingerprints within `distance` bits of a query.
-
-    Rows are numbered 0, 1, 2, ... in insertion order. Layout: `distance + 1` blocks
-    over `bits` (see settings.block_layout). Real text makes some block values hot
-    (common words make bits agree); a bucket of more than `hot_bucket` rows becomes a
-    sub-table over the bits its block leaves out, split again into distance + 1 blocks.
-    Two fingerprints that agree on the hot block and lie within `distance` differ only
-    in those other bits, so one of the sub-blocks still agrees: the search stays exact,
-    and a hot bucket costs a few more lookups instead of a scan. Sub-blocks are at least
-    MIN_SUB_BLOCK_BITS wide, which bounds the depth (3 for 64 bits and distance 3; no
-    splitting from distance 7 on, where blocks are already narrow).
-
-    Cost: add and query look up at most (distance + 1) ** depth buckets (4 for an index
-    without hot buckets, 64 at worst for distance 3); a query adds one XOR and popcount
-    per candidate. Memory: one Python int per row plus one list slot per block and table.
-    """
-
-    def __init__(self, bits: int = 64, distance: int = 3, *, hot_bucket: int = HOT_BUCKET) -> None:
-        self.bits = bits
-        self.distance = distance
-        self.blocks = block_layout(bits, distance)
-        self._fps: list[int] = []
-        self._table = _Table(range(bits), distance, hot_bucket)
-
-    @classmethod
-    def from_fingerprints(cls, fps: Iterable[int], bits: int = 64, distance: int = 3) -> BlockIndex:
-        index = cls(bits, distance)
-        for fp in fps:
-            index.add(fp)
-        return index
-
-    def __len__(self) -> int:
-        return len(self._fps)
-
-    @property
-    def fingerprints(self) -> Sequence[int]:
-        return self._fps
-
-    def fingerprint_array(self) -> np.ndarray:
-        """The stored fingerprints, row by row: uint64, shape (n,) for 64 bits, (n, 2) for 128
-        (high word first)."""
-        return fingerprint_array(self._fps, self.bits)
-
-    def add_many(self, fps: np.ndarray) -> range:
-        """Store fingerprints given as fingerprint_array() returns them; returns their rows."""
-        start = len(self._fps)
-        for fp in fingerprint_ints(fps):
-            self.add(fp)
-        return range(start, len(self._fps))
-
-    def add(self, fp: int) -> int:
-        """Store a fingerprint; returns its row."""
-        if not 0 <= fp < 1 << self.bits:
-            raise ValueError(f"fingerprint {fp:#x} does not fit in {self.bits} bits")
-        row = len(self._fps)
-        self._fps.append(fp)
-        self._table.add(fp, row, self._fps)
-        return row
-
-    def query(self, fp: int, distance: int | None = None) -> list[tuple[int, int]]:
-        """Every (row, distance) within `distance` (default: the index's), nearest first, then by row."""
-        k = self.distance if distance is None else distance
-        if k > self.distance:
-            raise ValueError(f"this index answers distances up to {self.distance}, not {k}")
-        rows: set[int] = set()
-        self._table.candidates(fp, rows)
-        fps = self._fps
-        found = [(r, d) for r in rows if (d := (fp ^ fps[r]).bit_count()) <= k]
-        found.sort(key=lambda rd: (rd[1], rd[0]))
-        return found
-
-    def nearest(self, fp: int) -> tuple[int, int] | None:
-        """The nearest stored (row, distance) within the index's distance (ties: earliest row)."""
-        rows: set[int] = set()
-        self._table.candidates(fp, rows)
-        fps, k = self._fps, self.distance
-        best: tuple[int, int] | None = None
-        for r in rows:
-            d = (fp ^ fps[r]).bit_count()
-            if d <= k and (best is None or (d, r) < (best[1], best[0])):
-                best = (r, d)
-        return best
-
-    def stats(self) -> IndexStats:
-        largest = 0
-        for buckets in self._table.buckets:
-            for bucket in buckets.values():
-                largest = max(largest, len(bucket) if type(bucket) is list else bucket.size)
-        return IndexStats(
-            fingerprints=len(self._fps),
-            blocks=self.blocks,
-            largest_bucket=largest,
-            tables=self._table.count_tables(),
-            depth=self._table.depth(),
-        )
-
-    def _check(self) -> None:
-        """Assert the invariants: every row sits in exactly one right bucket of every block."""
-        assert all(0 <= fp < 1 << self.bits for fp in self._fps)
-        self._table.check(self._fps, set(range(len(self._fps))))
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
 
 
 def fingerprint_array(fps: Sequence[int], bits: int = 64) -> np.ndarray:
@@ -246,7 +40,7 @@ def fingerprint_array(fps: Sequence[int], bits: int = 64) -> np.ndarray:
 def fingerprint_ints(fps: np.ndarray) -> list[int]:
     """The inverse of fingerprint_array."""
     if fps.ndim == 1:
-        return fps.tolist()
+        return fps.tolist()  # type: ignore[no-any-return]
     out = []
     for row in fps.tolist():
         fp = 0
@@ -256,15 +50,434 @@ def fingerprint_ints(fps: np.ndarray) -> list[int]:
     return out
 
 
+def _words(fps: np.ndarray, bits: int) -> np.ndarray:
+    """Fingerprints as a 2-d (n, bits // 64) uint64 array, low word last."""
+    words = bits // 64
+    fps = np.asarray(fps, dtype=np.uint64)
+    if fps.ndim == 1 and words == 1:
+        return fps.reshape(-1, 1)
+    if fps.ndim != 2 or fps.shape[1] != words:
+        raise ValueError(f"expected {bits}-bit fingerprints as shape (n, {words}), got {fps.shape}")
+    return fps
+
+
+def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamming distances between rows of two (n, words) uint64 arrays."""
+    d = np.bitwise_count(a[:, 0] ^ b[:, 0])
+    for w in range(1, a.shape[1]):
+        d += np.bitwise_count(a[:, w] ^ b[:, w])
+    return d
+
+
+def _block_values(words: np.ndarray, start: int, width: int) -> np.ndarray:
+    """Bits start..start+width-1 of each fingerprint (bit 0 = least significant), as uint64."""
+    n_words = words.shape[1]
+    word, offset = divmod(start, 64)
+    low = words[:, n_words - 1 - word] >> np.uint64(offset)
+    if offset + width > 64:  # the block straddles two words
+        high = words[:, n_words - 2 - word] << np.uint64(64 - offset)
+        low = low | high
+    if width < 64:
+        low = low & np.uint64((1 << width) - 1)
+    return low
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The tables of a BlockIndex: `blocks` split the bits (start, width); each table is
+    keyed on the blocks in one tuple of `keys`. Any two fingerprints within `distance`
+    agree on all the blocks of at least one key (pigeonhole), so a table finds them."""
+
+    bits: int
+    distance: int
+    blocks: tuple[tuple[int, int], ...]
+    keys: tuple[tuple[int, ...], ...]
+
+    @classmethod
+    def for_(cls, bits: int, distance: int) -> Layout:
+        blocks, per_key = index_layout(bits, distance)
+        return cls(bits, distance, blocks, tuple(combinations(range(len(blocks)), per_key)))
+
+    @functools.cached_property
+    def first_tables(self) -> np.ndarray:
+        """For each set of agreeing blocks (a bit mask), the first table whose key blocks
+        all agree, or -1: a pair is reported by that table only, so once per run.
+
+        Tables are the combinations of blocks in lexicographic order, so the first one
+        that agrees is keyed on the lowest agreeing block (and, for pairs, the next)."""
+        n = len(self.blocks)
+        masks = np.arange(1 << n, dtype=np.int64)
+        a = _lowest_bit(masks)
+        if len(self.keys[0]) == 1:
+            return a
+        b = _lowest_bit(masks & (masks - 1))
+        first = a * (2 * n - a - 1) // 2 + (b - a - 1)  # index of (a, b) among combinations
+        return np.where(b < 0, -1, first)
+
+    def agreeing_blocks(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Bit mask of the blocks on which rows of two (n, words) arrays agree."""
+        mask = np.zeros(len(a), dtype=np.int64)
+        for i, (start, width) in enumerate(self.blocks):
+            mask |= (_block_values(a, start, width) == _block_values(b, start, width)).astype(np.int64) << i
+        return mask
+
+    def describe(self) -> str:
+        widths = "/".join(str(w) for _, w in self.blocks)
+        per_key = len(self.keys[0])
+        return f"{len(self.blocks)} blocks of {widths} bits, {len(self.keys)} tables keyed on {per_key}"
+
+    def key_hashes(self, words: np.ndarray) -> np.ndarray:
+        """A 64-bit hash of each fingerprint's key in every table: shape (tables, n).
+
+        Equal keys hash equal; a run's bucket is the hash's top p bits. Two unequal keys
+        may share a bucket, which costs a candidate, never a miss."""
+        values = [_block_values(words, start, width) for start, width in self.blocks]
+        out = np.empty((len(self.keys), len(words)), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for t, key in enumerate(self.keys):
+                h = values[key[0]] * _MIX[0]
+                for b in key[1:]:
+                    h ^= h >> np.uint64(29)
+                    h = (h ^ values[b]) * _MIX[1]
+                h ^= h >> np.uint64(32)
+                out[t] = h * _MIX[2]
+        return out
+
+
+def _lowest_bit(masks: np.ndarray) -> np.ndarray:
+    """Index of each mask's lowest set bit, -1 for 0."""
+    low = masks & -masks
+    out = np.full(len(masks), -1, dtype=np.int64)
+    nonzero = low > 0
+    out[nonzero] = np.log2(low[nonzero]).astype(np.int64)
+    return out
+
+
+def _bucket_of(hashes: np.ndarray, p: int) -> np.ndarray:
+    if p == 0:
+        return np.zeros(hashes.shape, dtype=np.int64)
+    return (hashes >> np.uint64(64 - p)).astype(np.int64)
+
+
+class _Run:
+    """An immutable stretch of rows [start, end) with, per table, its rows grouped by
+    bucket: rows order[offsets[t, b]:offsets[t, b + 1]] (local numbers) are table t's
+    bucket b. Buckets are 2 ** p per table with p about log2(rows) - 3, so a random
+    fingerprint meets ~4-8 rows per table; memory is 4 bytes per row per table plus
+    under 1 byte of offsets."""
+
+    __slots__ = ("start", "end", "p", "order", "offsets")
+
+    def __init__(self, layout: Layout, words: np.ndarray, start: int, end: int) -> None:
+        size = end - start
+        self.start, self.end = start, end
+        self.p = max(0, size.bit_length() - 3)
+        tables, n_buckets = len(layout.keys), 1 << self.p
+        buckets = _bucket_of(layout.key_hashes(words[start:end]), self.p)
+        # Table t's rows are order[t * size:(t + 1) * size]; its bucket b starts at
+        # offsets[t * (n_buckets + 1) + b], counted from the table's own start.
+        self.order = np.empty(tables * size, dtype=np.uint32)
+        self.offsets = np.zeros((tables, n_buckets + 1), dtype=np.uint32)
+        local = np.arange(size, dtype=np.uint64)
+        for t in range(tables):
+            packed = np.sort((buckets[t].astype(np.uint64) << np.uint64(32)) | local)
+            self.order[t * size : (t + 1) * size] = packed & np.uint64(0xFFFFFFFF)
+            np.cumsum(np.bincount(buckets[t], minlength=n_buckets), out=self.offsets[t, 1:])
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def search(
+        self,
+        layout: Layout,
+        words: np.ndarray,
+        queries: np.ndarray,
+        hashes: np.ndarray,
+        k: int,
+        below: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query, row, distance) for every row of this run within k of a query, each once,
+        given the queries' key_hashes. With `below`, only rows < below[query]."""
+        tables, m = hashes.shape
+        n_buckets = self.offsets.shape[1] - 1
+        flat = (_bucket_of(hashes, self.p) + np.arange(tables)[:, None] * (n_buckets + 1)).ravel()
+        offsets = self.offsets.ravel()
+        lo = offsets[flat].astype(np.int64)
+        counts = offsets[flat + 1].astype(np.int64) - lo
+        total = int(counts.sum())
+        if total == 0:
+            return _EMPTY
+        lo += np.repeat(np.arange(tables) * len(self), m)  # into the flat order array
+        ends = np.cumsum(counts)
+        pos = np.arange(total) + np.repeat(lo - (ends - counts), counts)
+        rows = self.order[pos].astype(np.int64)
+        rows += self.start
+        q = np.repeat(np.tile(np.arange(m), tables), counts)
+        if below is not None:
+            keep = np.flatnonzero(rows < below[q])
+            pos, rows, q = pos[keep], rows[keep], q[keep]
+        d = _distances(words[rows], queries[q])
+        hit = np.flatnonzero(d <= k)
+        q, rows, d, pos = q[hit], rows[hit], d[hit], pos[hit]
+        # A pair agreeing on several keys is found by several tables; keep the first's.
+        table = pos // len(self)
+        first = layout.first_tables[layout.agreeing_blocks(words[rows], queries[q])]
+        once = np.flatnonzero(table == first)
+        return q[once], rows[once], d[once].astype(np.int64)
+
+    def check(self, layout: Layout, words: np.ndarray) -> None:
+        size = len(self)
+        buckets = _bucket_of(layout.key_hashes(words[self.start : self.end]), self.p)
+        for t in range(len(layout.keys)):
+            order = self.order[t * size : (t + 1) * size]
+            assert np.array_equal(np.sort(order), np.arange(size)), "a row missing or doubled"
+            counts = np.diff(self.offsets[t].astype(np.int64))
+            assert counts.min(initial=0) >= 0 and self.offsets[t, -1] == size
+            owner = np.repeat(np.arange(len(counts)), counts)
+            assert np.array_equal(buckets[t][order], owner), "a row in the wrong bucket"
+
+
+_EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """What --verbose reports about an index."""
+
+    fingerprints: int
+    layout: str
+    blocks: tuple[tuple[int, int], ...]
+    tables: int
+    runs: int
+    largest_bucket: int
+    nbytes: int
+
+
+class BlockIndex:
+    """Exact search for stored fingerprints within `distance` bits of a query.
+
+    Rows are numbered 0, 1, 2, ... in insertion order. Layout (settings.index_layout):
+    for distance d <= 3, d + 2 blocks and one table per pair of blocks (10 tables at
+    d = 3): two fingerprints within d bits differ in at most d blocks, so they agree on
+    at least two, and a pair of ~13-bit blocks makes a ~26-bit key that stays selective
+    on real text, where common words make single 16-bit blocks hot (Manku et al. use
+    several permuted tables for the same reason). From d = 4 on, the classic d + 1
+    blocks, one table each.
+
+    Storage: the fingerprints in one growing uint64 array; rows sit in immutable runs
+    (see _Run) plus a small buffer of recent rows that is searched by brute force.
+    When the buffer fills it becomes a run, and runs of similar size merge, so there
+    are O(log n) runs and each row is re-sorted O(log n) times in all.
+
+    Cost: a query looks at ~4-8 rows per table and run on random fingerprints, plus the
+    buffer; `search` does it for a whole batch of queries in numpy. Memory per row:
+    8 bytes (64-bit) plus ~4.5 bytes per table (~53 bytes at distance 3).
+    """
+
+    def __init__(
+        self,
+        bits: int = 64,
+        distance: int = 3,
+        *,
+        buffer_rows: int = BUFFER_ROWS,
+        layout: Layout | None = None,
+    ) -> None:
+        self.bits = bits
+        self.distance = distance
+        self.layout = layout or Layout.for_(bits, distance)
+        self.blocks = self.layout.blocks
+        self._buffer_rows = buffer_rows
+        self._words = np.empty((max(16, buffer_rows), bits // 64), dtype=np.uint64)
+        self._n = 0
+        self._runs: list[_Run] = []
+
+    @classmethod
+    def from_fingerprints(cls, fps: Iterable[int], bits: int = 64, distance: int = 3) -> BlockIndex:
+        index = cls(bits, distance)
+        index.add_many(fingerprint_array(list(fps), bits))
+        return index
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def fingerprints(self) -> Sequence[int]:
+        """The stored fingerprints as Python ints, row by row: a live view, not a copy."""
+        return _Fingerprints(self)
+
+    def fingerprint_array(self) -> np.ndarray:
+        """The stored fingerprints, row by row: uint64, shape (n,) for 64 bits, (n, 2) for 128
+        (high word first). A copy."""
+        words = self._words[: self._n].copy()
+        return words.reshape(-1) if words.shape[1] == 1 else words
+
+    # ------------------------------------------------------------------ adding
+
+    def add(self, fp: int) -> int:
+        """Store a fingerprint; returns its row."""
+        if not 0 <= fp < 1 << self.bits:
+            raise ValueError(f"fingerprint {fp:#x} does not fit in {self.bits} bits")
+        return self.add_many(fingerprint_array([fp], self.bits)).start
+
+    def add_many(self, fps: np.ndarray) -> range:
+        """Store fingerprints given as fingerprint_array() returns them; returns their rows."""
+        words = _words(fps, self.bits)
+        start, end = self._n, self._n + len(words)
+        if end > len(self._words):
+            grown = np.empty((max(end, 2 * len(self._words)), self._words.shape[1]), np.uint64)
+            grown[:start] = self._words[:start]
+            self._words = grown
+        self._words[start:end] = words
+        self._n = end
+        if end - self._buffer_start >= self._buffer_rows:
+            self._runs.append(_Run(self.layout, self._words, self._buffer_start, end))
+            while len(self._runs) >= 2 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
+                top = self._runs.pop()
+                below = self._runs.pop()
+                self._runs.append(_Run(self.layout, self._words, below.start, top.end))
+        return range(start, end)
+
+    @property
+    def _buffer_start(self) -> int:
+        return self._runs[-1].end if self._runs else 0
+
+    # ------------------------------------------------------------------ searching
+
+    def search(
+        self, fps: np.ndarray, distance: int | None = None, *, below: np.ndarray | None = None
+    ) -> tuple[np.ndarray, ...]:
+        """Every (query, row, distance) with a stored row within `distance` (default: the
+        index's) of a query, for a batch of queries shaped as fingerprint_array() gives
+        them. Sorted by query, then distance, then row; each pair once. With `below`
+        (an int64 array, one per query), only rows < below[query]."""
+        k = self._k(distance)
+        queries = _words(fps, self.bits)
+        parts = []
+        for lo in range(0, len(queries), QUERY_SLICE):
+            part = queries[lo : lo + QUERY_SLICE]
+            part_below = None if below is None else below[lo : lo + QUERY_SLICE]
+            for q, rows, d in self._search_slice(part, k, part_below):
+                parts.append((q + lo, rows, d))
+        if not parts:
+            return _EMPTY
+        q, rows, d = (np.concatenate(x) for x in zip(*parts))
+        order = np.lexsort((rows, d, q))
+        return q[order], rows[order], d[order]
+
+    def _search_slice(
+        self, queries: np.ndarray, k: int, below: np.ndarray | None
+    ) -> Iterable[tuple[np.ndarray, ...]]:
+        if self._runs:
+            hashes = self.layout.key_hashes(queries)
+        for run in self._runs:
+            if below is None or run.start < below.max(initial=0):
+                yield run.search(self.layout, self._words, queries, hashes, k, below)
+        start = self._buffer_start
+        if start < self._n:
+            buffered = self._words[start : self._n]
+            m, b = len(queries), len(buffered)
+            q = np.repeat(np.arange(m), b)
+            rows = np.tile(np.arange(start, self._n), m)
+            if below is not None:
+                keep = np.flatnonzero(rows < below[q])
+                q, rows = q[keep], rows[keep]
+            d = _distances(buffered[rows - start], queries[q])
+            hit = d <= k
+            yield q[hit], rows[hit], d[hit].astype(np.int64)
+
+    def nearest_many(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each query, the nearest stored row within the index's distance (ties: the
+        earliest) and its distance; -1 for both where there is none."""
+        q, rows, d = self.search(fps)
+        m = len(_words(fps, self.bits))
+        best_row = np.full(m, -1, dtype=np.int64)
+        best_d = np.full(m, -1, dtype=np.int64)
+        first = np.ones(len(q), dtype=bool)  # search() sorts by query, then distance, then row
+        first[1:] = q[1:] != q[:-1]
+        best_row[q[first]] = rows[first]
+        best_d[q[first]] = d[first]
+        return best_row, best_d
+
+    def query(self, fp: int, distance: int | None = None) -> list[tuple[int, int]]:
+        """Every (row, distance) within `distance` (default: the index's), nearest first, then by row."""
+        _, rows, d = self.search(fingerprint_array([fp], self.bits), distance)
+        return list(zip(rows.tolist(), d.tolist()))
+
+    def nearest(self, fp: int) -> tuple[int, int] | None:
+        """The nearest stored (row, distance) within the index's distance (ties: earliest row)."""
+        found = self.query(fp)
+        return found[0] if found else None
+
+    def _k(self, distance: int | None) -> int:
+        k = self.distance if distance is None else distance
+        if k > self.distance:
+            raise ValueError(f"this index answers distances up to {self.distance}, not {k}")
+        return k
+
+    # ------------------------------------------------------------------ reporting
+
+    def stats(self) -> IndexStats:
+        largest = max((int(np.diff(r.offsets, axis=1).max()) for r in self._runs), default=0)
+        nbytes = self._n * self._words.shape[1] * 8
+        nbytes += sum(r.order.nbytes + r.offsets.nbytes for r in self._runs)
+        return IndexStats(
+            fingerprints=self._n,
+            layout=self.layout.describe(),
+            blocks=self.layout.blocks,
+            tables=len(self.layout.keys),
+            runs=len(self._runs),
+            largest_bucket=largest,
+            nbytes=nbytes,
+        )
+
+    def _check(self) -> None:
+        """Assert the invariants: runs tile rows 0..buffer start in order, each run's
+        tables hold each of its rows once, in the bucket its key hashes to."""
+        end = 0
+        for run in self._runs:
+            assert run.start == end and run.end > run.start, "runs must tile the rows"
+            run.check(self.layout, self._words)
+            end = run.end
+        assert self._n - end < self._buffer_rows, "the buffer should have become a run"
+        if self.bits == 64:
+            assert self._words.shape[1] == 1
+
+
+class _Fingerprints(Sequence[int]):
+    def __init__(self, index: BlockIndex) -> None:
+        self._index = index
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __getitem__(self, row):  # type: ignore[no-untyped-def,override]
+        n = len(self._index)
+        if isinstance(row, slice):
+            return [self[r] for r in range(*row.indices(n))]
+        if not -n <= row < n:
+            raise IndexError(f"row {row} of {n}")
+        value = 0
+        for word in self._index._words[row % n].tolist():
+            value = value << 64 | word
+        return value
+
+
 def near_pairs(fps: Sequence[int], bits: int = 64, distance: int = 3) -> list[tuple[int, int, int]]:
     """All (i, j, d) with i < j and d = distance(fps[i], fps[j]) <= distance, sorted.
 
     A pure function over a batch, for all-pairs jobs and for checking the index.
     """
-    index = BlockIndex(bits, distance)
-    pairs = []
-    for j, fp in enumerate(fps):
-        pairs.extend((i, j, d) for i, d in index.query(fp))
-        index.add(fp)
-    pairs.sort()
-    return pairs
+    i, j, d = near_pair_arrays(fingerprint_array(list(fps), bits), bits, distance)
+    return list(zip(i.tolist(), j.tolist(), d.tolist()))
+
+
+def near_pair_arrays(
+    fps: np.ndarray, bits: int = 64, distance: int = 3, layout: Layout | None = None
+) -> tuple[np.ndarray, ...]:
+    """near_pairs as three int64 arrays (i, j, d), for fingerprints as fingerprint_array()
+    gives them; sorted by i, then j."""
+    index = BlockIndex(bits, distance, buffer_rows=max(1, len(fps)), layout=layout)
+    index.add_many(fps)
+    j, i, d = index.search(fps, below=np.arange(len(fps), dtype=np.int64))
+    order = np.lexsort((j, i))
+    return i[order], j[order], d[order]

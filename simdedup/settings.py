@@ -81,3 +81,16 @@ def block_layout(bits: int, distance: int) -> tuple[tuple[int, int], ...]:
         layout.append((start, w))
         start += w
     return tuple(layout)
+
+
+def index_layout(bits: int, distance: int) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The BlockIndex's blocks and how many of them each table keys on.
+
+    Up to distance 3: distance + 2 blocks, keyed on pairs. Two fingerprints within
+    `distance` still agree on two whole blocks, and a pair of blocks makes a wide key
+    that common words cannot make hot (10 tables at distance 3). Beyond that, pairs
+    would need too many tables (15 at 4, 21 at 5), so: distance + 1 blocks, one each.
+    """
+    if distance <= 3:
+        return block_layout(bits, distance + 1), 2
+    return block_layout(bits, distance), 1

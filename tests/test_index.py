@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import BlockIndex, block_layout, near_pairs
+from simdedup.index import Layout, fingerprint_array, fingerprint_ints
 
 
 def brute_pairs(fps: list[int], k: int) -> list[tuple[int, int, int]]:
@@ -33,17 +34,36 @@ def clustered(draw: st.DrawFn, bits: int = 64) -> list[int]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(fps=clustered(), k=st.integers(0, 16), hot=st.sampled_from([1, 2, 8, 64]))
+@given(fps=clustered(), k=st.integers(0, 16), buffer=st.sampled_from([1, 2, 5, 1024]))
 def test_index_finds_exactly_the_brute_force_pairs_in_clustered_data(
-    fps: list[int], k: int, hot: int
+    fps: list[int], k: int, buffer: int
 ) -> None:
-    index = BlockIndex(64, k, hot_bucket=hot)
+    # buffer_rows=1 makes every row a run and merges runs all the time; 1024 keeps all in the buffer.
+    index = BlockIndex(64, k, buffer_rows=buffer)
     found = []
     for j, fp in enumerate(fps):
         found.extend((i, j, d) for i, d in index.query(fp))
         index.add(fp)
     assert sorted(found) == brute_pairs(fps, k)
     index._check()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    stored=clustered(),
+    queries=clustered(),
+    k=st.integers(0, 8),
+    buffer=st.sampled_from([1, 3, 64]),
+)
+def test_nearest_many_equals_brute_force_nearest_with_earliest_ties(
+    stored: list[int], queries: list[int], k: int, buffer: int
+) -> None:
+    index = BlockIndex(64, k, buffer_rows=buffer)
+    index.add_many(fingerprint_array(stored))
+    rows, dists = index.nearest_many(fingerprint_array(queries))
+    for q, row, d in zip(queries, rows.tolist(), dists.tolist()):
+        near = [(dd, r) for r, fp in enumerate(stored) if (dd := (q ^ fp).bit_count()) <= k]
+        assert (row, d) == ((min(near)[1], min(near)[0]) if near else (-1, -1))
 
 
 @settings(max_examples=100, deadline=None)
@@ -74,20 +94,24 @@ def test_nearest_breaks_ties_by_earliest_row() -> None:
     assert index.nearest(0b00) == (0, 1)
 
 
-def test_a_hot_bucket_is_split_and_stays_exact() -> None:
+def test_a_block_value_shared_by_all_rows_does_not_make_one_bucket_hold_them_all() -> None:
     rng = random.Random(7)
-    # 500 fingerprints sharing their lowest 16 bits: one block value, far apart elsewhere.
-    fps = [(rng.getrandbits(48) << 16) | 0xBEEF for _ in range(500)]
-    index = BlockIndex.from_fingerprints(
-        fps,
-        64,
-        3,
-    )
+    # 2,000 fingerprints sharing their lowest 16 bits (a hot block for the classic 4-block
+    # index), far apart elsewhere: keys on pairs of blocks still tell them apart.
+    fps = [(rng.getrandbits(48) << 16) | 0xBEEF for _ in range(2000)]
+    index = BlockIndex.from_fingerprints(fps, 64, 3)
     index._check()
     stats = index.stats()
-    assert stats.largest_bucket == 500
-    assert stats.tables > 1 and stats.depth >= 2
+    assert stats.tables == 10 and stats.largest_bucket < 100
     assert near_pairs(fps, 64, 3) == brute_pairs(fps, 3)
+
+
+def test_fingerprint_arrays_round_trip_at_64_and_128_bits() -> None:
+    fps = [0, 1, 2**64 - 1, 0xDEADBEEF]
+    assert fingerprint_ints(fingerprint_array(fps)) == fps
+    wide = [0, 2**128 - 1, 1 << 64, (1 << 127) | 5]
+    assert fingerprint_array(wide, 128).shape == (4, 2)
+    assert fingerprint_ints(fingerprint_array(wide, 128)) == wide
 
 
 def test_index_rejects_a_fingerprint_wider_than_its_bits() -> None:
@@ -104,11 +128,21 @@ def test_block_layout_covers_every_bit_once_in_k_plus_1_blocks(k: int) -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**32), k=st.integers(1, 6))
-def test_seeded_stress_keeps_the_index_invariants(seed: int, k: int) -> None:
+@given(seed=st.integers(0, 2**32), k=st.integers(1, 6), buffer=st.sampled_from([1, 4, 32]))
+def test_seeded_stress_keeps_the_index_invariants(seed: int, k: int, buffer: int) -> None:
     rng = random.Random(seed)
-    index = BlockIndex(64, k, hot_bucket=4)
+    index = BlockIndex(64, k, buffer_rows=buffer)
     base = rng.getrandbits(64)
-    for _ in range(300):
-        index.add(base ^ rng.getrandbits(64) & rng.getrandbits(64) & rng.getrandbits(64))
-    index._check()
+    for _ in range(30):
+        batch = [base ^ rng.getrandbits(64) & rng.getrandbits(64) & rng.getrandbits(64) for _ in range(10)]
+        index.add_many(fingerprint_array(batch))
+        index._check()
+    assert index.fingerprints[-10:] == batch
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 4, 7])
+def test_each_set_of_agreeing_blocks_is_reported_by_the_first_table_keyed_inside_it(k: int) -> None:
+    layout = Layout.for_(64, k)
+    for mask in range(1 << len(layout.blocks)):
+        inside = [t for t, key in enumerate(layout.keys) if all(mask >> b & 1 for b in key)]
+        assert layout.first_tables[mask] == (inside[0] if inside else -1)
