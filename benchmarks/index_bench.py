@@ -110,7 +110,7 @@ def main() -> None:
     t_real, (kept, dd) = timed(lambda: stream(real, settings))
     t_rand, _ = timed(lambda: stream(rand, settings))
     print(
-        f"{"keep-first stream, 256 a batch":<44} {t_real:8.2f}s {t_rand:8.2f}s {t_real / t_rand:5.2f}x  "
+        f"{'keep-first stream, 256 a batch':<44} {t_real:8.2f}s {t_rand:8.2f}s {t_real / t_rand:5.2f}x  "
         f"{len(real) - kept:,} duplicates"
     )
     stats = dd.index.stats()
