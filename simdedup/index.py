@@ -126,22 +126,30 @@ class Layout:
         per_key = len(self.keys[0])
         return f"{len(self.blocks)} blocks of {widths} bits, {len(self.keys)} tables keyed on {per_key}"
 
-    def key_hashes(self, words: np.ndarray) -> np.ndarray:
-        """A 64-bit hash of each fingerprint's key in every table: shape (tables, n).
+    def block_values(self, words: np.ndarray) -> list[np.ndarray]:
+        return [_block_values(words, start, width) for start, width in self.blocks]
+
+    def key_hash(self, values: list[np.ndarray], table: int) -> np.ndarray:
+        """A 64-bit hash of each fingerprint's key in one table, from its block_values.
 
         Equal keys hash equal; a run's bucket is the hash's top p bits. Two unequal keys
         may share a bucket, which costs a candidate, never a miss."""
-        values = [_block_values(words, start, width) for start, width in self.blocks]
-        out = np.empty((len(self.keys), len(words)), dtype=np.uint64)
+        key = self.keys[table]
         with np.errstate(over="ignore"):
-            for t, key in enumerate(self.keys):
-                h = values[key[0]] * _MIX[0]
-                for b in key[1:]:
-                    h ^= h >> np.uint64(29)
-                    h = (h ^ values[b]) * _MIX[1]
-                h ^= h >> np.uint64(32)
-                out[t] = h * _MIX[2]
-        return out
+            h = values[key[0]] * _MIX[0]
+            for b in key[1:]:
+                h ^= h >> np.uint64(29)
+                h = (h ^ values[b]) * _MIX[1]
+            h ^= h >> np.uint64(32)
+            h *= _MIX[2]
+        return h
+
+    def key_hashes(self, words: np.ndarray) -> np.ndarray:
+        """key_hash for every table: shape (tables, n)."""
+        values = self.block_values(words)
+        return np.stack([self.key_hash(values, t) for t in range(len(self.keys))]).reshape(
+            len(self.keys), len(words)
+        )
 
 
 def _lowest_bit(masks: np.ndarray) -> np.ndarray:
@@ -173,16 +181,23 @@ class _Run:
         self.start, self.end = start, end
         self.p = max(0, size.bit_length() - 3)
         tables, n_buckets = len(layout.keys), 1 << self.p
-        buckets = _bucket_of(layout.key_hashes(words[start:end]), self.p)
-        # Table t's rows are order[t * size:(t + 1) * size]; its bucket b starts at
-        # offsets[t * (n_buckets + 1) + b], counted from the table's own start.
+        # Table t's rows are order[t * size:(t + 1) * size]; its bucket b is offsets[t, b]
+        # to offsets[t, b + 1] in there. One table at a time keeps the peak memory to a
+        # few arrays of the run's size.
         self.order = np.empty(tables * size, dtype=np.uint32)
-        self.offsets = np.zeros((tables, n_buckets + 1), dtype=np.uint32)
+        self.offsets = np.empty((tables, n_buckets + 1), dtype=np.uint32)
+        values = layout.block_values(words[start:end])
         local = np.arange(size, dtype=np.uint64)
+        bucket_starts = np.arange(n_buckets + 1, dtype=np.uint64) << np.uint64(32)
         for t in range(tables):
-            packed = np.sort((buckets[t].astype(np.uint64) << np.uint64(32)) | local)
-            self.order[t * size : (t + 1) * size] = packed & np.uint64(0xFFFFFFFF)
-            np.cumsum(np.bincount(buckets[t], minlength=n_buckets), out=self.offsets[t, 1:])
+            packed = (
+                layout.key_hash(values, t) >> np.uint64(64 - self.p) if self.p else np.zeros(size, np.uint64)
+            )
+            packed <<= np.uint64(32)
+            packed |= local
+            packed.sort()
+            self.order[t * size : (t + 1) * size] = packed.astype(np.uint32)  # the low 32 bits
+            self.offsets[t] = np.searchsorted(packed, bucket_starts)
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -471,11 +486,21 @@ def near_pairs(fps: Sequence[int], bits: int = 64, distance: int = 3) -> list[tu
     return list(zip(i.tolist(), j.tolist(), d.tolist()))
 
 
+#: Up to this many fingerprints, near_pair_arrays compares every pair (cheaper than tables).
+BRUTE_FORCE_PAIRS = 512
+
+
 def near_pair_arrays(
     fps: np.ndarray, bits: int = 64, distance: int = 3, layout: Layout | None = None
 ) -> tuple[np.ndarray, ...]:
     """near_pairs as three int64 arrays (i, j, d), for fingerprints as fingerprint_array()
     gives them; sorted by i, then j."""
+    if len(fps) <= BRUTE_FORCE_PAIRS and layout is None:
+        words = _words(fps, bits)
+        i, j = np.triu_indices(len(words), 1)
+        d = _distances(words[i], words[j])
+        hit = np.flatnonzero(d <= distance)
+        return i[hit].astype(np.int64), j[hit].astype(np.int64), d[hit].astype(np.int64)
     index = BlockIndex(bits, distance, buffer_rows=max(1, len(fps)), layout=layout)
     index.add_many(fps)
     j, i, d = index.search(fps, below=np.arange(len(fps), dtype=np.int64))
