@@ -339,7 +339,7 @@ class BlockIndex:
         words = _words(fps, self.bits)
         start, end = self._n, self._n + len(words)
         if end > len(self._words):
-            grown = np.empty((max(end, 2 * len(self._words)), self._words.shape[1]), np.uint64)
+            grown = np.empty((max(end, len(self._words) * 5 // 4), self._words.shape[1]), np.uint64)
             grown[:start] = self._words[:start]
             self._words = grown
         self._words[start:end] = words
@@ -433,7 +433,7 @@ class BlockIndex:
 
     def stats(self) -> IndexStats:
         largest = max((int(np.diff(r.offsets, axis=1).max()) for r in self._runs), default=0)
-        nbytes = self._n * self._words.shape[1] * 8
+        nbytes = self._words.nbytes  # allocated, spare room included
         nbytes += sum(r.order.nbytes + r.offsets.nbytes for r in self._runs)
         return IndexStats(
             fingerprints=self._n,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -146,3 +147,13 @@ def test_each_set_of_agreeing_blocks_is_reported_by_the_first_table_keyed_inside
     for mask in range(1 << len(layout.blocks)):
         inside = [t for t, key in enumerate(layout.keys) if all(mask >> b & 1 for b in key)]
         assert layout.first_tables[mask] == (inside[0] if inside else -1)
+
+
+def test_a_stored_fingerprint_costs_under_64_bytes_at_distance_3() -> None:
+    fps = np.random.default_rng(5).integers(0, 2**64, size=100_000, dtype=np.uint64)
+    index = BlockIndex(64, 3)
+    for lo in range(0, len(fps), 4096):
+        index.add_many(fps[lo : lo + 4096])
+    stats = index.stats()
+    assert stats.fingerprints == 100_000
+    assert stats.nbytes / stats.fingerprints < 64
