@@ -19,6 +19,10 @@ from .settings import index_layout
 #: Rows added since the last run was built are searched by brute force; at this many
 #: they become a run of their own.
 BUFFER_ROWS = 1024
+#: A bucket with more rows than this is compared as a dense matrix in all-pairs jobs.
+HOT_BUCKET = 64
+#: Rows of a hot bucket compared with the rest at once (bounds the matrix's memory).
+DENSE_SLICE = 256
 #: Query batches larger than this are searched in slices, to bound candidate arrays.
 QUERY_SLICE = 4096
 
@@ -239,6 +243,47 @@ class _Run:
         first = layout.first_tables[layout.agreeing_blocks(words[rows], queries[q])]
         once = np.flatnonzero(table == first)
         return q[once], rows[once], d[once].astype(np.int64)
+
+    def pairs(self, layout: Layout, words: np.ndarray, t: int, k: int) -> tuple[np.ndarray, ...]:
+        """(i, j, d), i < j, for the rows of this run within k that share a bucket of table t
+        and have t as their first agreeing table: each near pair of the run once over all t.
+
+        Small buckets go through one vectorized pass over all their pairs; a hot bucket
+        (common words) is compared as a dense matrix, which costs a few nanoseconds a pair
+        instead of a gather per pair."""
+        size = len(self)
+        order = self.order[t * size : (t + 1) * size].astype(np.int64) + self.start
+        offsets = self.offsets[t].astype(np.int64)
+        counts = np.diff(offsets)
+        hot = np.flatnonzero(counts > HOT_BUCKET)
+        small = np.ones(size, dtype=bool)
+        parts = []
+        for b in hot:
+            lo, hi = offsets[b], offsets[b + 1]
+            small[lo:hi] = False
+            rows = np.sort(order[lo:hi])
+            block = words[rows]
+            for a in range(0, len(rows), DENSE_SLICE):  # rows a.. against the columns after them
+                d = np.bitwise_count(block[a : a + DENSE_SLICE, None, 0] ^ block[None, a:, 0])
+                for w in range(1, block.shape[1]):
+                    d += np.bitwise_count(block[a : a + DENSE_SLICE, None, w] ^ block[None, a:, w])
+                x, y = np.nonzero(d <= k)
+                keep = x < y
+                x, y = x[keep], y[keep]
+                parts.append((rows[x + a], rows[y + a], d[x, y]))
+        # Every position p of a small bucket pairs with the positions after it in its bucket.
+        positions = np.flatnonzero(small)
+        bucket_end = np.repeat(offsets[1:], counts)[positions]
+        later = bucket_end - positions - 1
+        first = np.repeat(positions, later)
+        step = np.arange(len(first)) - np.repeat(np.cumsum(later) - later, later)
+        x, y = order[first], order[first + 1 + step]
+        d = _distances(words[x], words[y])
+        hit = np.flatnonzero(d <= k)
+        parts.append((np.minimum(x[hit], y[hit]), np.maximum(x[hit], y[hit]), d[hit]))
+        i, j, d = (np.concatenate(z) for z in zip(*parts))
+        once = np.flatnonzero(layout.first_tables[layout.agreeing_blocks(words[i], words[j])] == t)
+        return i[once], j[once], d[once].astype(np.int64)
 
     def check(self, layout: Layout, words: np.ndarray) -> None:
         size = len(self)
@@ -491,11 +536,17 @@ BRUTE_FORCE_PAIRS = 512
 
 
 def near_pair_arrays(
-    fps: np.ndarray, bits: int = 64, distance: int = 3, layout: Layout | None = None
+    fps: np.ndarray,
+    bits: int = 64,
+    distance: int = 3,
+    layout: Layout | None = None,
+    *,
+    brute_force: int = BRUTE_FORCE_PAIRS,
 ) -> tuple[np.ndarray, ...]:
     """near_pairs as three int64 arrays (i, j, d), for fingerprints as fingerprint_array()
-    gives them; sorted by i, then j."""
-    if len(fps) <= BRUTE_FORCE_PAIRS and layout is None:
+    gives them; sorted by i, then j. Up to `brute_force` fingerprints, every pair is
+    compared; beyond, a BlockIndex finds them."""
+    if len(fps) <= brute_force and layout is None:
         words = _words(fps, bits)
         i, j = np.triu_indices(len(words), 1)
         d = _distances(words[i], words[j])
@@ -503,6 +554,11 @@ def near_pair_arrays(
         return i[hit].astype(np.int64), j[hit].astype(np.int64), d[hit].astype(np.int64)
     index = BlockIndex(bits, distance, buffer_rows=max(1, len(fps)), layout=layout)
     index.add_many(fps)
-    j, i, d = index.search(fps, below=np.arange(len(fps), dtype=np.int64))
-    order = np.lexsort((j, i))
+    if not index._runs:
+        return _EMPTY
+    parts = [
+        index._runs[0].pairs(index.layout, index._words, t, distance) for t in range(len(index.layout.keys))
+    ]
+    i, j, d = (np.concatenate(x) for x in zip(*parts))
+    order = np.argsort(i << 32 | j)  # rows < 2 ** 32
     return i[order], j[order], d[order]

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import BlockIndex, block_layout, near_pairs
-from simdedup.index import Layout, fingerprint_array, fingerprint_ints
+from simdedup.index import Layout, fingerprint_array, fingerprint_ints, near_pair_arrays
 
 
 def brute_pairs(fps: list[int], k: int) -> list[tuple[int, int, int]]:
@@ -77,6 +77,30 @@ def test_index_finds_exactly_the_brute_force_pairs_in_random_data(fps: list[int]
 @given(fps=clustered(bits=128), k=st.integers(0, 16))
 def test_index_is_exact_for_128_bit_fingerprints(fps: list[int], k: int) -> None:
     assert near_pairs(fps, 128, k) == brute_pairs(fps, k)
+
+
+@settings(max_examples=100, deadline=None)
+@given(fps=clustered(), k=st.integers(0, 16), bits=st.sampled_from([64, 128]))
+def test_all_pairs_through_the_tables_equal_brute_force(fps: list[int], k: int, bits: int) -> None:
+    i, j, d = near_pair_arrays(fingerprint_array(fps, bits), bits, k, brute_force=0)
+    assert list(zip(i.tolist(), j.tolist(), d.tolist())) == brute_pairs(fps, k)
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_all_pairs_stay_exact_when_buckets_are_hot(k: int) -> None:
+    rng = random.Random(k)
+    # 3,000 fingerprints around 5 centres, up to 8 bits flipped: buckets of hundreds of rows.
+    centres = [rng.getrandbits(64) for _ in range(5)]
+    fps = []
+    for _ in range(3000):
+        fp = rng.choice(centres)
+        for _ in range(rng.randint(0, 8)):
+            fp ^= 1 << rng.randrange(64)
+        fps.append(fp)
+    index = BlockIndex.from_fingerprints(fps, 64, k)
+    assert index.stats().largest_bucket > 64  # the dense path runs
+    i, j, d = near_pair_arrays(fingerprint_array(fps), 64, k, brute_force=0)
+    assert list(zip(i.tolist(), j.tolist(), d.tolist())) == brute_pairs(fps, k)
 
 
 def test_identical_fingerprints_are_found() -> None:
