@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
+import scaling
 import simhash
 import xxhash
 
@@ -261,27 +262,48 @@ def pypi_fingerprints(features: Sequence[dict[str, int]], hashfunc: Callable | N
     return [simhash.Simhash(f, f=BITS, **kw).value for f in features]
 
 
-def simdedup_command() -> list[str]:
-    exe = Path(sys.executable).parent / "simdedup"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "simdedup"]
+@dataclass
+class CliRuns:
+    """The real CLI on the corpus file, each run once, CPU time from os.wait4."""
+
+    docs: int
+    #: "scan 1", "scan 2" (--jobs), "fingerprint 1", "fingerprint 2"
+    runs: dict[str, scaling.Run]
+    start_up: scaling.Run
+    lines: int
+    #: --jobs 2 wrote the same bytes as --jobs 1 (scan groups and fingerprints)
+    same_output: bool
+
+    def per_cpu(self, what: str) -> float:
+        return self.docs / self.runs[what].cpu
+
+    def per_wall(self, what: str) -> float:
+        return self.docs / self.runs[what].wall
+
+    def loop_rate(self, what: str) -> float:
+        """docs/s of the read-decide-write loop alone (the CLI's own --summary-json)."""
+        seconds = self.runs[what].summary.get("seconds")
+        return self.docs / seconds if seconds else float("nan")
 
 
-def run_cli(texts: Sequence[str], workdir: str) -> tuple[float, float, int]:
-    """(scan seconds, start-up seconds, output lines) of the real CLI, one run each."""
-    path = os.path.join(workdir, "corpus.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        for t in texts:
-            f.write(t + "\n")
-    out_path = os.path.join(workdir, "groups.tsv")
-    cmd = simdedup_command()
-    start_up, _ = timed(lambda: subprocess.run([*cmd, "--version"], check=True, capture_output=True))
-    with open(out_path, "wb") as out:
-        seconds, _ = timed(
-            lambda: subprocess.run([*cmd, "scan", path, "--format", "tsv", "-q"], check=True, stdout=out)
-        )
-    with open(out_path, "rb") as f:
-        lines = sum(1 for _ in f)
-    return seconds, start_up, lines
+def run_cli(path: str, docs: int, workdir: str, jobs: Sequence[int] = (1, 2)) -> CliRuns:
+    """`simdedup scan FILE --format tsv -q` and `simdedup fingerprint FILE` with each
+    --jobs, and `simdedup --version` for the start-up alone."""
+    cmd = scaling.simdedup_command()
+    start_up = scaling.run_measured([*cmd, "--version"])
+    runs, outputs = {}, {}
+    for command, extra in (("scan", ["--format", "tsv", "-q"]), ("fingerprint", [])):
+        for j in jobs:
+            out_path = os.path.join(workdir, f"{command}{j}.out")
+            summary = os.path.join(workdir, f"{command}{j}.json") if command == "scan" else None
+            with open(out_path, "wb") as out:
+                run = scaling.run_measured([*cmd, command, path, *extra, "--jobs", str(j)], out, summary)
+            if run.status:
+                raise RuntimeError(f"simdedup {command} --jobs {j} failed: {run.stderr}")
+            runs[f"{command} {j}"] = run
+            outputs[command, j] = Path(out_path).read_bytes()
+    same = all(outputs[c, j] == outputs[c, jobs[0]] for c, j in outputs)
+    return CliRuns(docs, runs, start_up, outputs["scan", jobs[0]].count(b"\n"), same)
 
 
 # ---------------------------------------------------------------- all pairs
@@ -343,8 +365,8 @@ class Throughput:
     stage_fps: list[int | None]
     md5_fps: list[int]
     xxh_fps: list[int]
-    cli_start_up: float
-    cli_lines: int
+    cli: CliRuns
+    pybind: scaling.Pybind
 
     def rate(self, what: str) -> float:
         return self.docs / self.seconds[what]
@@ -369,9 +391,12 @@ def measure_throughput(texts: Sequence[str], repeat: int) -> Throughput:
             elapsed, results[name] = timed(run_pass)
             seconds[name] = min(seconds[name], elapsed)
     with tempfile.TemporaryDirectory(prefix="simdedup-bench-") as workdir:
-        seconds["cli"], start_up, lines = run_cli(texts, workdir)
+        path = scaling.write_lines(texts, os.path.join(workdir, "corpus.txt"))
+        cli = run_cli(path, len(texts), workdir)
+        pybind = scaling.run_pybind(path)
+    seconds["cli"] = cli.runs["scan 1"].wall
     r = results
-    return Throughput(len(texts), seconds, r["e2e"], r["stage"], r["md5"], r["xxh"], start_up, lines)
+    return Throughput(len(texts), seconds, r["e2e"], r["stage"], r["md5"], r["xxh"], cli, pybind)
 
 
 @dataclass
@@ -433,6 +458,7 @@ def run_checks(
         for a, b in corpus.planted
     )
     planted = len(corpus.planted)
+    pybind_fps = tp.pybind.runs.get("xxh3", (0.0, []))[1]
     return [
         (
             f"near_pairs == brute-force numpy, first {c:,}",
@@ -464,7 +490,13 @@ def run_checks(
             None,
             f"{within:,} of {planted:,} ({within / max(1, planted):.0%})",
         ),
-        ("CLI output lines (tsv duplicate groups)", None, f"{tp.cli_lines:,}"),
+        (
+            "simhash-pybind(xxh3_64) == simdedup fingerprints",
+            (sum(a == b for a, b in zip(pybind_fps, fps)) == tp.docs) if pybind_fps else None,
+            f"{sum(a == b for a, b in zip(pybind_fps, fps)):,} of {tp.docs:,}" if pybind_fps else "not run",
+        ),
+        ("CLI --jobs 2 output == --jobs 1 (scan, fingerprint)", tp.cli.same_output, "byte for byte"),
+        ("CLI output lines (tsv duplicate groups)", None, f"{tp.cli.lines:,}"),
     ]
 
 
@@ -522,11 +554,26 @@ def throughput_table(tp: Throughput) -> str:
         "stage": "simdedup fingerprint stage, from features",
         "md5": "PyPI Simhash, same features, md5 (default)",
         "xxh": "PyPI Simhash, same features, xxh3_64",
-        "cli": "CLI: simdedup scan FILE --format tsv -q",
     }
-    rows = [(label, f"{tp.seconds[k]:.2f}", _num(tp.rate(k))) for k, label in labels.items()]
-    rows.append(("CLI start-up alone: simdedup --version", f"{tp.cli_start_up:.2f}", ""))
-    return table(f"Throughput, {tp.docs:,} documents", ("measurement", "seconds", "docs/s"), rows)
+    rows = [(label, f"{tp.seconds[k]:.2f}", _num(tp.rate(k)), "") for k, label in labels.items()]
+    for name, (cpu, _) in tp.pybind.runs.items():
+        label = f"simhash-pybind (C++), same tokens, {'xxh3_64' if name == 'xxh3' else 'its md5'}"
+        rows.append((label, "", "", _num(tp.docs / cpu)))
+    if tp.pybind.error:
+        rows.append((f"simhash-pybind: not run ({tp.pybind.error})", "", "", ""))
+    cli = tp.cli
+    for name, run in cli.runs.items():
+        command, jobs = name.split()
+        label = f"CLI: simdedup {command} FILE --jobs {jobs}"
+        label += " (wall: run loop)" if command == "scan" else ""
+        wall = f"{run.wall:.2f}"
+        rate = _num(cli.per_wall(name))
+        if command == "scan":
+            rate += f" ({_num(cli.loop_rate(name))})"
+        rows.append((label, wall, rate, _num(cli.per_cpu(name))))
+    rows.append(("CLI start-up alone: simdedup --version", f"{cli.start_up.wall:.2f}", "", ""))
+    header = ("measurement", "seconds", "docs/s", "docs/CPU s")
+    return table(f"Throughput, {tp.docs:,} documents", header, rows)
 
 
 def all_pairs_table(ap: AllPairs) -> str:
@@ -567,7 +614,7 @@ def ratio_table(tp: Throughput, ap: AllPairs) -> str:
             f"{tp.rate('e2e') / tp.rate('floor'):.3f}",
             "higher: better",
         ),
-        ("CLI docs/s / re.findall docs/s", f"{tp.rate('cli') / tp.rate('floor'):.3f}", "higher: better"),
+        *cli_ratio_rows(tp.cli, tp.rate("floor"), tp.pybind, "re.findall"),
         ("fingerprint docs/s / PyPI Simhash, md5", f"{tp.rate('stage') / tp.rate('md5'):.2f}", "> 1: faster"),
         (
             "fingerprint docs/s / PyPI Simhash, xxh3",
@@ -588,10 +635,197 @@ def ratio_table(tp: Throughput, ap: AllPairs) -> str:
     return table("Ratios, simdedup / baseline", ("comparison", "ratio", "read as"), rows, align="lrl")
 
 
+def cli_ratio_rows(
+    cli: CliRuns, floor: float, pybind: scaling.Pybind | None, floor_name: str
+) -> list[tuple[str, str, str]]:
+    """The issue 5 targets: the CLI against the floor and the C++ baseline, and --jobs."""
+    rows = [
+        (
+            f"CLI scan --jobs 1, docs per CPU s / {floor_name} docs/s",
+            f"{cli.per_cpu('scan 1') / floor:.3f}",
+            "target >= 0.7 (0.9 Chinese)",
+        ),
+        (
+            f"  the same, run loop only (--summary-json) / {floor_name}",
+            f"{cli.loop_rate('scan 1') / floor:.3f}",
+            "no start-up, wall time",
+        ),
+    ]
+    for name, (cpu, _) in pybind.runs.items() if pybind else ():
+        rows.append(
+            (
+                f"CLI scan --jobs 1 / simhash-pybind {name}, per CPU s",
+                f"{cli.per_cpu('scan 1') / (cli.docs / cpu):.2f}",
+                "target >= 1.5" if name == "xxh3" else "> 1: faster",
+            )
+        )
+    for command in ("scan", "fingerprint"):
+        rows.append(
+            (
+                f"CLI {command} --jobs 2 / --jobs 1, docs/s (wall)",
+                f"{cli.per_wall(command + ' 2') / cli.per_wall(command + ' 1'):.2f}",
+                "target >= 1.8 on 2 cores",
+            )
+        )
+    return rows
+
+
 def checks_table(checks: list[tuple[str, bool | None, str]]) -> str:
     marks = {True: "ok", False: "FAILED", None: "info"}
     rows = [(name, marks[ok], detail) for name, ok, detail in checks]
     return table("Checks", ("check", "result", "detail"), rows, align="lll")
+
+
+# ---------------------------------------------------------------- Chinese
+
+
+@dataclass
+class Chinese:
+    docs: int
+    chars: float
+    #: "floor" (bare jieba.lcut) and "e2e" (simdedup text -> fingerprint): best seconds
+    seconds: dict[str, float]
+    cli: CliRuns
+
+    def rate(self, what: str) -> float:
+        return self.docs / self.seconds[what]
+
+
+def measure_chinese(count: int, seed: int, repeat: int) -> Chinese:
+    """Bare jieba.lcut against simdedup, in-process (round-robin, best of `repeat`)
+    and through the CLI, on generated Chinese documents."""
+    import jieba
+
+    texts = scaling.make_chinese_corpus(count, seed)
+    jieba.setLogLevel(logging.WARNING)
+    jieba.lcut("预热")  # the dictionary loads once, outside the timings
+    fingerprint_texts(texts[:2])  # and so does the script folder
+    passes: dict[str, Callable[[], object]] = {
+        "floor": lambda: [jieba.lcut(t) for t in texts],
+        "e2e": lambda: simdedup_end_to_end(texts),
+    }
+    seconds = dict.fromkeys(passes, float("inf"))
+    for _ in range(repeat):
+        for name, run_pass in passes.items():
+            seconds[name] = min(seconds[name], timed(run_pass)[0])
+    with tempfile.TemporaryDirectory(prefix="simdedup-bench-zh-") as workdir:
+        path = scaling.write_lines(texts, os.path.join(workdir, "zh.txt"))
+        cli = run_cli(path, len(texts), workdir)
+    return Chinese(len(texts), sum(map(len, texts)) / len(texts), seconds, cli)
+
+
+def chinese_table(zh: Chinese) -> str:
+    rows = [
+        (
+            "jieba.lcut(text) only, default mode: the floor",
+            f"{zh.seconds['floor']:.2f}",
+            _num(zh.rate("floor")),
+            "",
+        ),
+        ("simdedup text -> fingerprint, in-process", f"{zh.seconds['e2e']:.2f}", _num(zh.rate("e2e")), ""),
+    ]
+    for name, run in zh.cli.runs.items():
+        command, jobs = name.split()
+        rate = _num(zh.cli.per_wall(name))
+        if command == "scan":
+            rate += f" ({_num(zh.cli.loop_rate(name))})"
+        rows.append(
+            (
+                f"CLI: simdedup {command} FILE --jobs {jobs}",
+                f"{run.wall:.2f}",
+                rate,
+                _num(zh.cli.per_cpu(name)),
+            )
+        )
+    header = ("measurement", "seconds", "docs/s", "docs/CPU s")
+    title = f"Chinese, {zh.docs:,} documents of {zh.chars:.0f} characters on average"
+    ratios = [
+        (
+            "end-to-end docs/s / jieba.lcut docs/s",
+            f"{zh.rate('e2e') / zh.rate('floor'):.3f}",
+            "target >= 0.9",
+        ),
+        *cli_ratio_rows(zh.cli, zh.rate("floor"), None, "jieba.lcut"),
+        ("CLI --jobs 2 == --jobs 1 output", "ok" if zh.cli.same_output else "DIFFERENT", "byte for byte"),
+    ]
+    return (
+        table(title, header, rows)
+        + "\n"
+        + table(
+            "Chinese ratios, simdedup / baseline", ("comparison", "ratio", "read as"), ratios, align="lrl"
+        )
+    )
+
+
+# ---------------------------------------------------------------- --full: scale and memory
+
+_INDEX_LINE = re.compile(r"index: ([\d,]+) fingerprints;.*?([\d.]+) bytes each")
+
+
+def _mb(n: float) -> str:
+    return f"{n / 2**20:,.0f}"
+
+
+def scale_run(count: int, seed: int, workdir: str) -> str:
+    """A `count`-document English scan, the corpus streamed to a file first: time,
+    docs/s, CPU, peak memory."""
+    path = os.path.join(workdir, f"english-{count}.txt")
+    gen_seconds, written = timed(lambda: scaling.write_english_file(path, count, seed))
+    size = os.path.getsize(path)
+    cmd = scaling.simdedup_command()
+    summary = os.path.join(workdir, "scale-summary.json")
+    run = scaling.run_measured(
+        [*cmd, "scan", path, "--format", "tsv", "-q"], summary=summary, sample_input=path, every=5.0
+    )
+    os.unlink(path)
+    if run.status:
+        return f"scale run failed ({run.status}): {run.stderr}\n"
+    peak_sum = max((p + w for _, _, p, w in run.samples), default=0)
+    rows = [
+        ("documents, input size", f"{written:,}, {size / 1e9:.2f} GB (generated in {gen_seconds:.0f} s)"),
+        (
+            "unique, duplicates, empty",
+            f"{run.summary['unique']:,}, {run.summary['duplicates']:,}, {run.summary['empty']:,}",
+        ),
+        ("wall time", f"{run.wall:,.0f} s ({written / run.wall:,.0f} docs/s)"),
+        ("CPU time, workers included", f"{run.cpu:,.0f} s ({written / run.cpu:,.0f} docs per CPU s)"),
+        ("peak RSS, largest process (wait4)", f"{_mb(run.max_rss)} MiB"),
+        ("peak RSS, all processes together (sampled every 5 s)", f"{_mb(peak_sum)} MiB"),
+    ]
+    return table(
+        f"Scale: simdedup scan of {written:,} English documents", ("measurement", "value"), rows, "ll"
+    )
+
+
+def stream_run(gigabytes: float, seed: int, workdir: str) -> str:
+    """`simdedup filter` over a generated file of `gigabytes`, its resident memory
+    sampled as it reads: flat apart from the index, which grows with every kept document."""
+    path = os.path.join(workdir, "stream.txt")
+    gen_seconds, written = timed(lambda: scaling.write_english_file(path, None, seed, int(gigabytes * 1e9)))
+    size = os.path.getsize(path)
+    cmd = scaling.simdedup_command()
+    run = scaling.run_measured([*cmd, "filter", path, "-v"], sample_input=path, every=1.0)
+    os.unlink(path)
+    if run.status:
+        return f"stream run failed ({run.status}): {run.stderr}\n"
+    rows = []
+    for tenth in range(1, 11):
+        at = [s for s in run.samples if s[1] >= 0 and s[1] <= size * tenth / 10]
+        if at:
+            t, pos, parent, workers = at[-1]
+            rows.append((f"{pos / size:.0%}", f"{t:.0f}", _mb(parent), _mb(workers), _mb(parent + workers)))
+    match = _INDEX_LINE.search(run.stderr)
+    kept, per = (int(match[1].replace(",", "")), float(match[2])) if match else (0, 0.0)
+    header = ("input read", "seconds", "parent MiB", "workers MiB", "total MiB")
+    title = (
+        f"Memory: simdedup filter of a {size / 1e9:.2f} GB file ({written:,} documents, generated in "
+        f"{gen_seconds:.0f} s), RSS sampled every second"
+    )
+    note = (
+        f"  the index at the end (-v): {kept:,} kept fingerprints x {per:.0f} bytes = {_mb(kept * per)} MiB, "
+        f"their ids extra; wall {run.wall:.0f} s; peak RSS of the largest process {_mb(run.max_rss)} MiB\n"
+    )
+    return table(title, header, rows) + note
 
 
 # ---------------------------------------------------------------- main
@@ -618,6 +852,16 @@ def run(args: argparse.Namespace) -> int:
     say(index_table(ap))
     say(ratio_table(tp, ap))
     checks = run_checks(corpus, tp, ap, args.check_docs)
+    if args.zh_docs:
+        zh = measure_chinese(args.zh_docs, args.seed, args.repeat)
+        say(chinese_table(zh))
+        checks.append(("Chinese: CLI --jobs 2 output == --jobs 1", zh.cli.same_output, "byte for byte"))
+    if args.scale_docs or args.stream_gb:
+        with tempfile.TemporaryDirectory(prefix="simdedup-bench-scale-", dir=args.workdir) as workdir:
+            if args.stream_gb:
+                say(stream_run(args.stream_gb, args.seed, workdir))
+            if args.scale_docs:
+                say(scale_run(args.scale_docs, args.seed, workdir))
     say(checks_table(checks))
     failed = [name for name, ok, _ in checks if ok is False]
     if failed:
@@ -648,7 +892,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--repeat", type=int, help="best of N for the in-process throughput passes (default 5; 1 with --full)"
     )
+    p.add_argument(
+        "--zh-docs", type=int, help="generated Chinese documents (default 4,000; 20,000 with --full; 0: none)"
+    )
+    p.add_argument(
+        "--scale-docs",
+        type=int,
+        help="also scan this many generated English documents from a file (default 10,000,000 with --full)",
+    )
+    p.add_argument(
+        "--stream-gb",
+        type=float,
+        help="also stream a generated file of this many GB through `filter`, sampling memory (1 with --full)",
+    )
+    p.add_argument("--workdir", help="where the large generated files go (default: the temporary directory)")
     args = p.parse_args(argv)
+    if args.scale_docs is None:
+        args.scale_docs = 10_000_000 if args.full else 0
+    if args.stream_gb is None:
+        args.stream_gb = 1.0 if args.full else 0
+    if args.zh_docs is None:
+        args.zh_docs = 20_000 if args.full else 4_000
     if args.docs is None:
         args.docs = 200_000 if args.full else 20_000
     if args.repeat is None:

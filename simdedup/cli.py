@@ -19,10 +19,12 @@ from typing import IO, Any
 import click
 
 from . import __version__
-from .dedup import BATCH_SIZE, Decision, Deduplicator, batches, dedup, fingerprint_documents
+from .dedup import BATCH_SIZE, Decision, Deduplicator, batches
 from .features import extract
 from .fingerprint import FeatureHasher, fingerprint_batch, format_fingerprint
 from .fingerprint import distance as hamming
+from .index import fingerprint_array
+from .parallel import default_jobs, fingerprint_batches
 from .read import STDIN, Document, Problem, ReadOptions, read_documents
 from .report import (
     GROUP_COLUMNS,
@@ -36,6 +38,18 @@ from .report import (
 )
 from .settings import MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings
 from .status import ExitStatus, SimdedupError
+from .store import (
+    FORMAT_VERSION,
+    IndexSession,
+    block_buckets,
+    check_settings,
+    index_lock,
+    merge_indexes,
+    read_header,
+    read_index,
+    write_index,
+)
+from .verify import deduplicator
 
 DEFAULTS = Settings()
 
@@ -182,6 +196,12 @@ def fingerprint_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Keep only the N heaviest features (0: all).",
         ),
         click.option(
+            "--fold/--no-fold",
+            default=DEFAULTS.fold,
+            show_default=True,
+            help="Fold traditional Chinese to simplified (with Taiwan phrasing) before making features.",
+        ),
+        click.option(
             "--bits",
             type=click.Choice(["64", "128"]),
             default=str(DEFAULTS.bits),
@@ -232,9 +252,67 @@ def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def verify_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--verify",
+        type=click.FloatRange(0, 1, min_open=True),
+        metavar="JACCARD",
+        help="Call a match a duplicate only if the texts' word 3-shingles (Chinese: character"
+        " 3-grams) have Jaccard similarity >= JACCARD, e.g. 0.8; lets a larger -k find more.",
+    )(f)
+
+
 def message_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("-v", "--verbose", is_flag=True, help="Also report settings and index layout.")(f)
     return click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr but errors.")(f)
+
+
+def jobs_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(1),
+        default=default_jobs,
+        show_default="all CPUs",
+        help="Fingerprint in N processes; the results are the same for every N.",
+    )(f)
+
+
+def index_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The stored index options of scan and filter, spelled the same in both."""
+    options = [
+        click.option(
+            "--index",
+            "index_path",
+            metavar="PATH",
+            help="Also check against the documents kept in PATH by earlier runs; add this run's "
+            "kept ones and save PATH at the end (created if missing).",
+        ),
+        click.option(
+            "--wait",
+            type=click.FloatRange(0),
+            default=0,
+            metavar="SECONDS",
+            help="If another run is using --index, wait up to SECONDS for it (default: fail at once).",
+        ),
+        click.option(
+            "--run-name",
+            metavar="NAME",
+            help="Name this run in --index, as duplicates of its documents will show it "
+            "(default: its start time, UTC).",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _index_session(kw: dict[str, Any], settings: Settings) -> IndexSession | contextlib.nullcontext[None]:
+    """The --index session (locked and loaded on entry), or nothing without --index."""
+    path, wait, run_name = kw.pop("index_path"), kw.pop("wait"), kw.pop("run_name")
+    if path is None:
+        return contextlib.nullcontext()
+    return IndexSession(path, settings, wait=wait, run_name=run_name)
 
 
 def _settings(kw: dict[str, Any]) -> Settings:
@@ -244,6 +322,7 @@ def _settings(kw: dict[str, Any]) -> Settings:
         shingle=kw.pop("shingle"),
         weights=kw.pop("weights"),
         top_k=kw.pop("top_k"),
+        fold=kw.pop("fold"),
         bits=int(kw.pop("bits")),
         distance=kw.pop("distance"),
     )
@@ -300,17 +379,31 @@ class Outputs(contextlib.ExitStack):
         return self.enter_context(stream)
 
 
-def _record_writers(outputs: Outputs, kw: dict[str, Any], dd: Deduplicator) -> list[Any]:
-    """The --duplicates and --report writers, in the format each file name asks for."""
+def _record_writers(
+    outputs: Outputs, kw: dict[str, Any], dd: Deduplicator, session: IndexSession | None = None
+) -> list[Any]:
+    """The --duplicates and --report writers, in the format each file name asks for;
+    with --index, duplicates also name the run that kept their original."""
     bits, writers = dd.settings.bits, []
     if (f := outputs.open(kw["duplicates"], "--duplicates")) is not None:
-        writers.append(DuplicatesWriter(f, format_for(kw["duplicates"]), bits, dd.index.fingerprints))
+        run_of = session.run_of if session is not None else None
+        fmt = format_for(kw["duplicates"])
+        writers.append(DuplicatesWriter(f, fmt, bits, dd.index.fingerprints, run_of))
     if (f := outputs.open(kw["report"], "--report")) is not None:
         writers.append(ReportWriter(f, format_for(kw["report"]), bits))
     return writers
 
 
 # ---------------------------------------------------------------- the dedup run
+
+
+def _decisions(docs: Iterator[Document], dd: Deduplicator, jobs: int) -> Iterator[Decision]:
+    """read -> batches -> fingerprints (a process pool when jobs > 1) -> keep-first
+    decisions, in input order. Closing this closes the pool."""
+    fingerprinted = fingerprint_batches(batches(docs, BATCH_SIZE), dd.settings, jobs)
+    with contextlib.closing(fingerprinted):
+        for batch, fps in fingerprinted:
+            yield from dd.decide_many(batch, fps)
 
 
 def _run(
@@ -320,9 +413,10 @@ def _run(
     messages: Messages,
     writers: list[Any],
     dd: Deduplicator,
+    jobs: int = 1,
 ) -> tuple[Summary, Groups, bool]:
-    """Read, fingerprint, decide and write; returns the summary, the groups, and
-    whether the run was interrupted."""
+    """Read, fingerprint (in `jobs` processes), decide and write; returns the summary,
+    the groups, and whether the run was interrupted."""
     summary, groups = Summary(), Groups()
 
     def on_problem(p: Problem) -> None:
@@ -339,7 +433,7 @@ def _run(
     start = time.perf_counter()
     interrupted = False
     try:
-        for decision in _progress(dedup(docs, deduplicator=dd), messages):
+        for decision in _progress(_decisions(docs, dd, jobs), messages):
             summary.count(decision)
             groups.add(decision)
             for writer in writers:
@@ -384,6 +478,7 @@ def _finish(
     interrupted: bool,
     fail_on_duplicates: bool,
     summary_json: IO[bytes] | None,
+    session: IndexSession | None = None,
 ) -> ExitStatus:
     if interrupted:
         status = ExitStatus.INTERRUPTED
@@ -395,16 +490,27 @@ def _finish(
         status = ExitStatus.OK
     if interrupted:
         messages.info("interrupted: the outputs hold every document decided so far")
-    messages.info(summary.line())
+    if session is not None:
+        messages.info(
+            f"index {session.path}: {session.loaded:,} fingerprints from earlier runs, "
+            f"{session.saved - session.loaded:,} added by run {session.run_name!r}"
+        )
+    messages.info(summary.line())  # last, so that `tail -n 1` of stderr is the summary
     stats = dd.index.stats()
-    layout = " + ".join(f"{w}" for _, w in stats.blocks)
     messages.detail(f"settings: {dd.settings}")
     messages.detail(
-        f"index: {stats.fingerprints:,} fingerprints; blocks of {layout} bits; "
-        f"largest bucket {stats.largest_bucket:,}; {stats.tables:,} tables, depth {stats.depth}"
+        f"index: {stats.fingerprints:,} fingerprints; {stats.layout}; {stats.runs:,} runs; "
+        f"largest bucket {stats.largest_bucket:,}; {stats.nbytes / max(1, stats.fingerprints):.0f} bytes each"
     )
     if summary_json is not None:
         record = {**summary.as_dict(), "exit_status": int(status), "settings": vars(dd.settings)}
+        if session is not None:
+            record["index"] = {
+                "path": str(session.path),
+                "run": session.run_name,
+                "loaded": session.loaded,
+                "saved": session.saved,
+            }
         summary_json.write((json.dumps(record, indent=2) + "\n").encode("utf-8"))
     return status
 
@@ -463,6 +569,9 @@ def main() -> None:
 @click.option("--summary-json", metavar="FILE", help="Write the run's counts as JSON (for cron).")
 @click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any duplicate is found.")
 @click.option("--drop-empty", is_flag=True, help="Leave empty documents out of --unique.")
+@index_options
+@verify_option
+@jobs_option
 @message_options
 @_broken_pipe_safe
 def scan(paths: tuple[str, ...], **kw: Any) -> None:
@@ -476,22 +585,29 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
       simdedup scan corpus/
       simdedup scan pages.jsonl --unique kept.jsonl --duplicates dups.csv
       simdedup scan notes.txt --format jsonl -k 5
+      simdedup scan crawl/2024-11-22 --index crawl.sdx --duplicates dups.tsv
     """
     settings, read_options = _settings(kw), _read_options(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
     sources = _sources(paths)
-    dd = Deduplicator(settings)
-    with Outputs(sources) as outputs:
+    dd = deduplicator(settings, kw.pop("verify"))
+    with _index_session(kw, settings) as session, Outputs(sources) as outputs:
+        if session is not None:
+            session.preload(dd)
         writers: list[Any] = []
         if (f := outputs.open(kw["unique"], "--unique")) is not None:
             writers.append(UniqueWriter(f, keep_empty=not kw["drop_empty"]))
-        writers += _record_writers(outputs, kw, dd)
+        writers += _record_writers(outputs, kw, dd, session)
         summary_json = outputs.open(kw["summary_json"], "--summary-json")
-        summary, groups, interrupted = _run(sources, settings, read_options, messages, writers, dd)
+        summary, groups, interrupted = _run(
+            sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"]
+        )
+        if session is not None:
+            session.save(dd)
         if outputs.stdout_owner is None:
             fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
             _write_groups(groups, dd, fmt)
-        status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json)
+        status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json, session)
     sys.exit(status)
 
 
@@ -504,6 +620,9 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
 @click.option("--summary-json", metavar="FILE", help="Write the run's counts as JSON.")
 @click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any duplicate is found.")
 @click.option("--drop-empty", is_flag=True, help="Leave empty documents out.")
+@index_options
+@verify_option
+@jobs_option
 @message_options
 @_broken_pipe_safe
 def filter_(source: str | None, **kw: Any) -> None:
@@ -515,20 +634,27 @@ def filter_(source: str | None, **kw: Any) -> None:
     \b
     Example:
       zcat crawl.jsonl.gz | simdedup filter --jsonl --duplicates dups.jsonl > clean.jsonl
+      zcat today.jsonl.gz | simdedup filter --jsonl --index seen.sdx > new.jsonl
     """
     settings, read_options = _settings(kw), _read_options(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
     sources = _sources((source,) if source else ())
-    dd = Deduplicator(settings)
-    with Outputs(sources) as outputs:
+    dd = deduplicator(settings, kw.pop("verify"))
+    with _index_session(kw, settings) as session, Outputs(sources) as outputs:
+        if session is not None:
+            session.preload(dd)
         stdout = outputs.open("-", "filter output")
         assert stdout is not None
         writers: list[Any] = [UniqueWriter(stdout, keep_empty=not kw["drop_empty"])]
-        writers += _record_writers(outputs, kw, dd)
+        writers += _record_writers(outputs, kw, dd, session)
         summary_json = outputs.open(kw["summary_json"], "--summary-json")
-        summary, _, interrupted = _run(sources, settings, read_options, messages, writers, dd)
+        summary, _, interrupted = _run(
+            sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"]
+        )
         stdout.flush()
-        status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json)
+        if session is not None:
+            session.save(dd)
+        status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json, session)
     sys.exit(status)
 
 
@@ -537,6 +663,7 @@ def filter_(source: str | None, **kw: Any) -> None:
 @input_options
 @fingerprint_options
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True)
+@jobs_option
 @message_options
 @_broken_pipe_safe
 def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
@@ -560,14 +687,16 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
     stream = _binary(sys.stdout)
     out = RecordWriter(stream, "jsonl", ()) if fmt == "jsonl" else None
     docs = read_documents(_sources(paths), read_options, on_problem, _binary(sys.stdin))
+    fingerprinted = fingerprint_batches(batches(docs, BATCH_SIZE), settings, kw["jobs"])
     try:
-        for batch in batches(docs, BATCH_SIZE):
-            for doc, fp in zip(batch, fingerprint_documents(batch, settings)):
-                hex_fp = None if fp is None else format_fingerprint(fp, settings.bits)
-                if out is not None:
-                    out.write({"id": doc.id, "fingerprint": hex_fp})
-                else:
-                    stream.write(f"{hex_fp or '-'}\t{doc.id}\n".encode())
+        with contextlib.closing(fingerprinted):
+            for batch, fps in fingerprinted:
+                for doc, fp in zip(batch, fps):
+                    hex_fp = None if fp is None else format_fingerprint(fp, settings.bits)
+                    if out is not None:
+                        out.write({"id": doc.id, "fingerprint": hex_fp})
+                    else:
+                        stream.write(f"{hex_fp or '-'}\t{doc.id}\n".encode())
     except KeyboardInterrupt:
         stream.flush()
         sys.exit(ExitStatus.INTERRUPTED)
@@ -679,3 +808,205 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         ]
         click.echo("\n".join(lines))
     sys.exit(ExitStatus.OK if near else ExitStatus.FOUND)
+
+
+# ---------------------------------------------------------------- the stored index
+
+
+@main.group(name="index")
+def index_group() -> None:
+    """Inspect, merge and query a stored index: the file that --index keeps.
+
+    \b
+    Examples:
+      simdedup index info crawl.sdx
+      simdedup index merge crawl.sdx shard-1.sdx shard-2.sdx
+      simdedup index query crawl.sdx today.jsonl
+    """
+
+
+def _hex(value: int, width: int) -> str:
+    return f"{value:0{(width + 3) // 4}x}"
+
+
+@index_group.command(name="info")
+@click.argument("path", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON object.")
+@click.option(
+    "--top", type=click.IntRange(1), default=3, show_default=True, help="Largest buckets to show per block."
+)
+def index_info(path: str, as_json: bool, top: int) -> None:
+    """Describe a stored index: its size, settings, runs and largest block buckets.
+
+    The first line is `fingerprints: N`. The whole file is read and its checksum
+    verified, so this also checks that the file is whole.
+
+    \b
+    Example:
+      simdedup index info crawl.sdx --json
+    """
+    header, size = read_header(path)
+    stored = read_index(path)
+    record = stored.fingerprint
+    settings = stored.settings
+    buckets = block_buckets(stored.fingerprints, stored.bits, int(settings.get("distance", 3)), top)
+    info = {
+        "fingerprints": len(stored),
+        "settings": settings,
+        "fingerprint": {k: v for k, v in record.items() if k != "settings"},
+        "size_bytes": size,
+        "id_bytes": len(stored.id_bytes),
+        "created": stored.created,
+        "updated": stored.updated,
+        "format_version": FORMAT_VERSION,
+        "written_by": header.get("written_by"),
+        "runs": stored.runs,
+        "blocks": [
+            {
+                "bits": [b.start, b.start + b.width - 1],
+                "distinct_values": b.distinct,
+                "largest": [{"value": _hex(v, b.width), "rows": n} for v, n in b.largest],
+            }
+            for b in buckets
+        ],
+    }
+    if as_json:
+        click.echo(json.dumps(info, ensure_ascii=False))
+        return
+    extra = info["fingerprint"]
+    lines = [
+        f"fingerprints: {len(stored):,}",
+        "settings: " + " ".join(f"{k}={v}" for k, v in settings.items()),
+        f"fingerprint: {extra.get('hash')}, spec version {extra.get('spec_version')}, "
+        f"jieba {extra.get('jieba_version')} (dictionary {extra.get('jieba_dict_xxh3')}, "
+        f"IDF table {extra.get('jieba_idf_xxh3')}), OpenCC {extra.get('opencc_version')}",
+        f"size: {size:,} bytes ({len(stored.id_bytes):,} of them ids); format version {FORMAT_VERSION}, "
+        f"written by {header.get('written_by')}",
+        f"created: {stored.created}",
+        f"updated: {stored.updated}",
+    ]
+    if stored.runs:
+        last = stored.runs[-1]
+        lines.append(
+            f"runs: {len(stored.runs):,}; last: {last.get('name')!r}, finished {last.get('finished')}, "
+            f"added {last.get('added', 0):,}"
+        )
+    else:
+        lines.append("runs: 0")
+    lines.append("largest block buckets (rows sharing a block value; a lookup scans its buckets):")
+    for b in buckets:
+        largest = ", ".join(f"{n:,} (value {_hex(v, b.width)})" for v, n in b.largest) or "-"
+        lines.append(
+            f"  bits {b.start}-{b.start + b.width - 1}: {b.distinct:,} distinct values; largest {largest}"
+        )
+    click.echo("\n".join(lines))
+
+
+@index_group.command(name="merge")
+@click.argument("out", type=click.Path())
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--wait",
+    type=click.FloatRange(0),
+    default=0,
+    metavar="SECONDS",
+    help="If another run is using OUT, wait up to SECONDS for it (default: fail at once).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr but errors.")
+def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> None:
+    """Merge stored indexes IN... into OUT, for crawls deduplicated in shards.
+
+    OUT, if it exists, comes first and keeps its rows; then each IN's rows and runs in
+    the order given. Nothing is dropped. All must have the same fingerprint settings.
+    OUT is replaced atomically, under its lock, like a run's --index.
+
+    \b
+    Example:
+      simdedup index merge crawl.sdx shard-1.sdx shard-2.sdx
+    """
+    with index_lock(out, wait):
+        parts: list[tuple[str, Any]] = []
+        for path in ([out] if os.path.exists(out) else []) + list(inputs):
+            stored = read_index(path)
+            if not any(os.path.samefile(path, seen) for seen, _ in parts):
+                parts.append((path, stored))
+        merged = merge_indexes(parts)
+        write_index(out, merged)
+    Messages(quiet).info(f"{out}: {len(merged):,} fingerprints from {len(parts)} indexes")
+
+
+QUERY_COLUMNS = ("id", "status", "fingerprint", "duplicate_of", "distance", "duplicate_of_run")
+
+
+@index_group.command(name="query")
+@click.argument("path", type=click.Path())
+@click.argument("sources", nargs=-1, type=click.Path())
+@input_options
+@fingerprint_options
+@click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl", "csv"]), default="tsv", show_default=True)
+@click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any document is a duplicate.")
+@jobs_option
+@message_options
+@_broken_pipe_safe
+def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> None:
+    """Check documents against a stored index, without adding them to it.
+
+    One row per document, in input order: status `new` (no stored document within
+    the distance), `duplicate` (of the nearest stored document, with the run that kept
+    it) or `empty`. Documents are checked against the index only, not each other.
+    The fingerprint settings must be the index's.
+
+    \b
+    Example:
+      simdedup index query crawl.sdx today.jsonl --format jsonl
+    """
+    settings, read_options = _settings(kw), _read_options(kw)
+    messages = Messages(kw["quiet"], kw["verbose"])
+    stored = read_index(path)
+    check_settings(path, stored.fingerprint, settings)
+    dd = stored.deduplicator(settings)
+    counts = {"new": 0, "duplicate": 0, "empty": 0}
+    errors = 0
+
+    def on_problem(p: Problem) -> None:
+        nonlocal errors
+        errors += p.severity == "error"
+        messages.problem(p)
+
+    stream = _binary(sys.stdout)
+    out = RecordWriter(stream, fmt, () if fmt == "jsonl" else QUERY_COLUMNS)
+    docs = read_documents(_sources(sources), read_options, on_problem, _binary(sys.stdin))
+    fingerprinted = fingerprint_batches(batches(docs, BATCH_SIZE), settings, kw["jobs"])
+    try:
+        with contextlib.closing(fingerprinted):
+            for batch, fps in fingerprinted:
+                present = [fp for fp in fps if fp is not None]
+                rows, distances = dd.index.nearest_many(fingerprint_array(present, settings.bits))
+                found = iter(zip(rows.tolist(), distances.tolist()))
+                for doc, fp in zip(batch, fps):
+                    row, d = next(found) if fp is not None else (-1, -1)
+                    status = "empty" if fp is None else "duplicate" if row >= 0 else "new"
+                    counts[status] += 1
+                    near = row >= 0
+                    out.write(
+                        {
+                            "id": doc.id,
+                            "status": status,
+                            "fingerprint": None if fp is None else format_fingerprint(fp, settings.bits),
+                            "duplicate_of": stored.id(row) if near else None,
+                            "distance": d if near else None,
+                            "duplicate_of_run": stored.run_name(row) if near else None,
+                        }
+                    )
+    except KeyboardInterrupt:
+        stream.flush()
+        sys.exit(ExitStatus.INTERRUPTED)
+    stream.flush()
+    total = sum(counts.values())
+    messages.info(
+        f"{total:,} documents: {counts['new']:,} new, {counts['duplicate']:,} duplicates of documents "
+        f"in {path} ({len(stored):,} fingerprints), {counts['empty']:,} empty, {errors:,} errors"
+    )
+    if errors:
+        sys.exit(ExitStatus.INPUT_ERRORS)
+    sys.exit(ExitStatus.FOUND if kw["fail_on_duplicates"] and counts["duplicate"] else ExitStatus.OK)

@@ -91,8 +91,8 @@ class Ids(Sequence[str]):
         if len(ends) and (int(ends[-1]) != len(blob) or np.any(np.diff(ends.astype(np.int64)) < 0)):
             raise ValueError("id offsets do not match the id bytes")
         ids = cls()
-        ids._blob = bytearray(blob.tobytes())
-        ids._ends = array("Q", ends.astype(np.uint64).tobytes())
+        ids._blob = bytearray(memoryview(np.ascontiguousarray(blob, np.uint8)))
+        ids._ends.frombytes(np.ascontiguousarray(ends, np.uint64).tobytes())
         return ids
 
 
@@ -126,10 +126,12 @@ class Deduplicator:
         if len(fps) != len(ids):
             raise ValueError(f"{len(fps)} fingerprints but {len(ids)} ids")
         self.index.add_many(fps)
-        blob, ends = ids.to_arrays()
-        base = self.ids._ends[-1] if len(self.ids) else 0
-        self.ids._blob += blob.tobytes()
-        self.ids._ends.extend(array("Q", (ends + np.uint64(base)).tobytes()))
+        if not len(self.ids):
+            self.ids = ids  # adopt it: no copy of what may be gigabytes of ids
+            return
+        base = len(self.ids._blob)
+        self.ids._blob += ids._blob
+        self.ids._ends.frombytes((np.frombuffer(ids._ends, np.uint64) + np.uint64(base)).tobytes())
 
     def decide(self, doc: Document, fp: int | None) -> Decision:
         return self.decide_many([doc], [fp])[0]

@@ -15,8 +15,9 @@ from itertools import islice
 import numpy as np
 import xxhash
 
-from .features import extract
+from .features import ascii_word_spans, features_of_normalized, normalized, tokens_of_normalized
 from .settings import Settings
+from .xxh3 import hash_spans
 
 #: feature -> unsigned hash with at least `bits` bits; bit i of the result feeds column i.
 HashFunc = Callable[[str], int]
@@ -168,7 +169,119 @@ def fingerprint_texts(
     fps: list[int | None] = []
     it = iter(texts)
     while chunk := list(islice(it, BATCH_SIZE)):  # bounded memory for any number of texts
-        fps += fingerprint_batch([extract(t, settings) for t in chunk], settings.bits, hashfunc)
+        fps += text_batch_fingerprints(chunk, settings, hashfunc)
+    return fps
+
+
+def text_batch_fingerprints(
+    texts: Sequence[str], settings: Settings, hashfunc: HashFunc | None = None
+) -> list[int | None]:
+    """Fingerprints of one batch of raw texts: the same as fingerprint_batch over
+    extract(), with the common case (word or jieba tokens, term frequencies, xxh3-64)
+    summed per token occurrence in numpy, and ASCII text tokenized and hashed there too,
+    without a Python object per token."""
+    hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
+    norm = [normalized(t, settings) for t in texts]
+    if not _occurrence_path(settings, hashfunc):
+        return fingerprint_batch([features_of_normalized(t, settings) for t in norm], settings.bits, hashfunc)
+    fps: list[int | None] = [None] * len(norm)
+    ascii_rows = [i for i, t in enumerate(norm) if t.isascii()]
+    if len(ascii_rows) < len(norm):
+        other = [i for i, t in enumerate(norm) if not t.isascii()]
+        tokens: list[str] = []
+        counts = np.empty(len(other), dtype=np.intp)
+        for k, i in enumerate(other):
+            doc_tokens = tokens_of_normalized(norm[i], settings)
+            counts[k] = len(doc_tokens)
+            tokens += doc_tokens
+        hashes = np.array(hashfunc.many(tokens), dtype=np.uint64)  # type: ignore[attr-defined]
+        for i, fp in zip(other, occurrence_fingerprints(hashes, counts)):
+            fps[i] = fp
+    if ascii_rows:
+        rows = norm if len(ascii_rows) == len(norm) else [norm[i] for i in ascii_rows]
+        for i, fp in zip(ascii_rows, ascii_word_fingerprints(rows)):
+            fps[i] = fp
+    return fps
+
+
+def _occurrence_path(settings: Settings, hashfunc: HashFunc) -> bool:
+    """Whether a document's column sums are the sums over its token occurrences.
+
+    With `weights="tf"` (and no top-k) weigh() gives each word its count, so summing
+    +-1 per occurrence is the same sum, exactly (integers); tests compare the two paths
+    on random text, so a change to weigh() that breaks this shows there. Only for the
+    default feature hash: xxh3-64 with seed 0 is what xxh3.hash_spans computes.
+    """
+    return (
+        settings.tokenizer in ("auto", "words")
+        and settings.shingle == 1
+        and settings.weights == "tf"
+        and settings.top_k == 0
+        and settings.bits == 64
+        and settings.seed == 0
+        and type(hashfunc) is FeatureHasher
+        and hashfunc.bits == 64
+        and hashfunc.seed == 0
+    )
+
+
+_LANE_MASK = np.uint64(0x0101010101010101)
+_LANE_SHIFTS = [np.uint64(j) for j in range(8)]
+#: Tokens summed in one byte lane before it could overflow.
+_LANE_MAX = 255
+
+
+def ascii_word_fingerprints(texts: Sequence[str]) -> list[int | None]:
+    """64-bit fingerprints of normalized ASCII texts: \\w+ tokens, term-frequency
+    weights, xxh3-64; None for a text without a word. The whole batch is one buffer in
+    which numpy finds the tokens (features.ascii_word_spans) and hashes them
+    (xxh3.hash_spans)."""
+    n = len(texts)
+    # A space between documents: no token runs from one into the next.
+    data = " ".join(texts).encode("ascii")
+    doc_starts = np.zeros(n, dtype=np.intp)
+    if n > 1:
+        np.cumsum([len(t) + 1 for t in texts[:-1]], out=doc_starts[1:])
+    starts, ends = ascii_word_spans(data)
+    counts = np.diff(np.searchsorted(starts, doc_starts), append=len(starts))
+    return occurrence_fingerprints(hash_spans(data, starts, ends), counts)
+
+
+def occurrence_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int | None]:
+    """64-bit fingerprints of documents given as runs of token hashes (uint64, the
+    first counts[0] for document 0, and so on), each occurrence weighing 1; None for a
+    document without tokens.
+
+    Per document and bit, numpy counts the tokens whose hash has that bit set; bit i is
+    1 when more than half of them have it (the +-1 sum is then > 0). The count runs in
+    byte lanes: (h >> j) & 0x0101..01 puts bits j, j+8, ..., j+56 in the eight bytes of
+    one uint64, so one addition counts eight bits at once, for at most 255 tokens
+    before a byte could overflow; longer documents are summed in pieces.
+    """
+    fps: list[int | None] = [None] * len(counts)
+    present = np.flatnonzero(counts)
+    if not len(present):
+        return fps
+    first = np.cumsum(counts) - counts
+    lanes = np.empty((len(hashes), 8), dtype=np.uint64)
+    for j, shift in enumerate(_LANE_SHIFTS):
+        np.bitwise_and(hashes >> shift, _LANE_MASK, out=lanes[:, j])
+    # Pieces of at most _LANE_MAX tokens, each within one document, in token order.
+    c = counts[present]
+    pieces = (c + _LANE_MAX - 1) // _LANE_MAX
+    piece_doc = np.repeat(np.arange(len(present)), pieces)
+    piece_no = np.arange(len(piece_doc)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    piece_starts = first[present][piece_doc] + _LANE_MAX * piece_no
+    sums = np.add.reduceat(lanes, piece_starts, axis=0).view(np.uint8).reshape(-1, 8, 8)
+    if len(piece_doc) == len(present):
+        ones = sums.astype(np.int64)
+    else:
+        ones = np.add.reduceat(sums.astype(np.int64), np.cumsum(pieces) - pieces, axis=0)
+    # ones[d, j, b] counts bit 8b + j; bit order i = 8b + j is the (b, j) transpose.
+    ones = ones.transpose(0, 2, 1).reshape(-1, 64)
+    packed = np.packbits(2 * ones > c[:, None], axis=1, bitorder="little")
+    for d, fp in zip(present.tolist(), packed.view("<u8").ravel().tolist()):
+        fps[d] = fp
     return fps
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
@@ -87,24 +87,37 @@ DUPLICATE_COLUMNS = ("id", "duplicate_of", "distance", "fingerprint", "duplicate
 
 
 class DuplicatesWriter:
-    """One record per duplicate: its id, the kept id it duplicates, distance, fingerprints."""
+    """One record per duplicate: its id, the kept id it duplicates, distance, fingerprints.
 
-    def __init__(self, stream: IO[bytes], fmt: str, bits: int, kept_fingerprints: Any) -> None:
-        self.out = RecordWriter(stream, fmt, DUPLICATE_COLUMNS)
-        self.bits, self.kept = bits, kept_fingerprints
+    With `run_of` (kept row -> the name of the run that kept it, for a stored index), a
+    last field, `duplicate_of_run`, says which run kept the document it duplicates."""
+
+    def __init__(
+        self,
+        stream: IO[bytes],
+        fmt: str,
+        bits: int,
+        kept_fingerprints: Any,
+        run_of: Callable[[int], str] | None = None,
+    ) -> None:
+        columns = DUPLICATE_COLUMNS + (("duplicate_of_run",) if run_of else ())
+        self.out = RecordWriter(stream, fmt, columns)
+        self.bits, self.kept, self.run_of = bits, kept_fingerprints, run_of
 
     def write(self, decision: Decision) -> None:
         if decision.status != "duplicate":
             return
-        self.out.write(
-            {
-                "id": decision.doc.id,
-                "duplicate_of": decision.duplicate_of,
-                "distance": decision.distance,
-                "fingerprint": fingerprint_text(decision.fingerprint, self.bits),
-                "duplicate_of_fingerprint": fingerprint_text(self.kept[decision.row], self.bits),
-            }
-        )
+        assert decision.row is not None
+        record = {
+            "id": decision.doc.id,
+            "duplicate_of": decision.duplicate_of,
+            "distance": decision.distance,
+            "fingerprint": fingerprint_text(decision.fingerprint, self.bits),
+            "duplicate_of_fingerprint": fingerprint_text(self.kept[decision.row], self.bits),
+        }
+        if self.run_of is not None:
+            record["duplicate_of_run"] = self.run_of(decision.row)
+        self.out.write(record)
 
 
 REPORT_COLUMNS = ("id", "fingerprint", "status", "duplicate_of", "distance")

@@ -12,7 +12,7 @@ from typing import Literal
 from .status import SettingsError
 
 #: Bumped whenever the same text and settings could give a different fingerprint.
-FINGERPRINT_SPEC_VERSION = 1
+FINGERPRINT_SPEC_VERSION = 2
 
 Tokenizer = Literal["auto", "words", "jieba", "chars"]
 Weights = Literal["tf", "tfidf", "binary"]
@@ -39,6 +39,8 @@ class Settings:
     bits: int = 64
     distance: int = 3
     seed: int = 0
+    #: Fold traditional Chinese to simplified before features are made.
+    fold: bool = True
 
     def __post_init__(self) -> None:
         if self.tokenizer not in TOKENIZERS:

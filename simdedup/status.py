@@ -33,3 +33,21 @@ class SimdedupError(Exception):
 
 class SettingsError(SimdedupError, ValueError):
     """Settings that do not fit together (for example --shingle with --tokenizer chars)."""
+
+
+class IndexFileError(SimdedupError):
+    """A stored index (--index) that cannot be used: missing directory, not an index,
+    a newer format, a corrupt file, or a write that failed. Raised before any work
+    where it can be."""
+
+
+class IndexLockedError(IndexFileError):
+    """Another run holds the lock of the stored index, and --wait ran out."""
+
+
+class IndexSettingsError(IndexFileError):
+    """The stored index was made with other fingerprint settings than this run's."""
+
+
+class IndexCorruptError(IndexFileError):
+    """The stored index is truncated or altered (its checksum does not match)."""

@@ -188,7 +188,8 @@ def test_a_directory_is_one_document_per_file(tmp_path: Path) -> None:
 
 def test_verbose_reports_the_index_layout_and_largest_bucket(lines: Path) -> None:
     result = run("scan", "-v", str(lines))
-    assert "blocks of 16 + 16 + 16 + 16 bits; largest bucket" in result.stderr
+    assert "5 blocks of 13/13/13/13/12 bits, 10 tables keyed on 2; " in result.stderr
+    assert "largest bucket" in result.stderr
 
 
 def test_128_bit_fingerprints_have_32_digits(lines: Path) -> None:
@@ -344,6 +345,16 @@ def test_compare_far_documents_exits_1_with_json() -> None:
     report = json.loads(result.stdout)
     assert report["near"] is False and report["distance"] > 3
     assert report["similarity"] == pytest.approx(1 - report["distance"] / 64)
+
+
+def test_traditional_and_simplified_copies_are_near_unless_no_fold() -> None:
+    traditional = "這個軟體可以在網路上免費下載，支援 Linux 和 macOS，歡迎大家使用並回報問題。"
+    simplified = "这个软件可以在网络上免费下载，支持 Linux 和 macOS，欢迎大家使用并回报问题。"
+    folded = run("compare", "--text", traditional, "--text", simplified, "--json")
+    assert folded.exit_code == 0 and json.loads(folded.stdout)["distance"] == 0
+    unfolded = run("compare", "--no-fold", "--text", traditional, "--text", simplified, "--json")
+    assert unfolded.exit_code == 1 and json.loads(unfolded.stdout)["distance"] > 3
+    assert unfolded.stderr == ""
 
 
 def test_compare_needs_two_documents() -> None:

@@ -14,6 +14,31 @@ def test_normalize_applies_nfkc_and_case_folding() -> None:
     assert normalize("ＡＢＣ ﬁne Straße") == "abc fine strasse"
 
 
+def test_normalize_folds_traditional_chinese_to_simplified_with_taiwan_phrasing() -> None:
+    assert normalize("我們的軟體在網路上") == "我们的软件在网络上"
+    assert normalize("我们的软件在网络上") == "我们的软件在网络上"
+
+
+def test_normalize_folds_full_width_to_half_width_in_chinese_text() -> None:
+    assert normalize("版本２．０，ＡＰＩ") == "版本2.0,api"
+
+
+def test_no_fold_keeps_traditional_chinese() -> None:
+    assert normalize("我們的軟體", fold=False) == "我們的軟體"
+    assert tokenize("軟體", Settings(fold=False)) != tokenize("軟體", Settings())
+
+
+def test_fold_leaves_text_without_chinese_alone() -> None:
+    assert normalize("Ｈello Wörld", fold=True) == normalize("Ｈello Wörld", fold=False) == "hello wörld"
+
+
+def test_traditional_and_simplified_copies_get_the_same_features() -> None:
+    traditional = "這個軟體可以在網路上免費下載，支援 Linux 和 macOS。"
+    simplified = "这个软件可以在网络上免费下载，支持 Linux 和 macOS。"
+    assert extract(traditional, Settings()) == extract(simplified, Settings())
+    assert "linux" in extract(traditional, Settings())
+
+
 def test_words_are_unicode_word_tokens_without_punctuation() -> None:
     assert tokenize("Hello, world! Ça va? 42", Settings(tokenizer="words")) == [
         "hello",

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from simdedup import FeatureHasher, Settings, extract, fingerprint_batch, fingerprint_texts
 from simdedup.dedup import dedup
+from simdedup.fingerprint import text_batch_fingerprints
 from simdedup.read import Document
 
 feature_sets = st.dictionaries(
@@ -125,3 +126,30 @@ def test_an_injected_hash_function_is_used() -> None:
     # a = 0b01, b = 0b11, weight 1 each: column 0 sums to 2, column 1 to 0, the rest to -2.
     [fp] = fingerprint_texts(["b a"], Settings(), hashfunc={"a": 0b01, "b": 0b11}.__getitem__)
     assert fp == 0b01
+
+
+ascii_texts = st.text(alphabet=st.sampled_from("ab Cd_9 .,-\n\t"), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(batch=st.lists(st.one_of(ascii_texts, texts), max_size=8), long=st.integers(0, 700))
+def test_the_numpy_batch_path_equals_extract_then_fingerprint_batch(batch: list[str], long: int) -> None:
+    # `long` tokens in one document: past 255 the byte-lane counts are summed in pieces.
+    batch = [*batch, " ".join(["w"] * long) + " x" * (long // 3)]
+    s = Settings()
+    expected = fingerprint_batch([extract(t, s) for t in batch], 64, FeatureHasher())
+    assert text_batch_fingerprints(batch, s) == expected
+
+
+def test_the_vectorized_xxh3_equals_xxhash_at_every_length() -> None:
+    import random
+
+    import numpy as np
+
+    from simdedup.xxh3 import hash_spans
+
+    rng = random.Random(5)
+    pieces = [rng.randbytes(n) for n in list(range(300)) * 3]
+    ends = np.cumsum([len(p) for p in pieces])
+    got = hash_spans(b"".join(pieces), ends - [len(p) for p in pieces], ends).tolist()
+    assert got == [xxhash.xxh3_64_intdigest(p) for p in pieces]

@@ -1,0 +1,526 @@
+"""Detection quality on real text: simdedup settings against MinHash LSH, same set, same run.
+
+The set (offline, deterministic for a given machine and --seed)
+    Real English and Chinese documents read from this machine by realtext.py
+    (licences, copyright files, stdlib docstrings, man pages, distribution METADATA;
+    zh_CN/zh_TW/zh_HK gettext catalogs, Chinese man pages, Vim's tutors, GnuPG and
+    systemd texts), cut into 300-2000-character documents, exact duplicates dropped.
+    A random subset of the documents ("originals") gets one edited copy per edit type,
+    each edit of random strength, so that some copies end up below the threshold:
+      typo                1-6% of the words mistyped (Chinese: Han characters replaced)
+      word_edit           1-5% of the words inserted, deleted or replaced
+      reorder             two sentences (or lines) swapped
+      add_boilerplate     a web-page header or footer added
+      remove_boilerplate  half of the originals carry a header or footer (the same few
+                          for every document, as on a real site); the copy lacks it
+      punct               reflowed lines, whitespace and punctuation, full/half width
+      truncate            the last 5-30% cut off
+      script              (Chinese) simplified to traditional with Taiwan phrasing
+                          (opencc s2twp), or a traditional original to simplified
+    Originals and copies are then shuffled together, so a copy may come first.
+
+Ground truth (independent of SimHash)
+    Exact Jaccard of word 3-shingles (English) or character 3-grams of the word
+    characters (Chinese, after folding traditional to simplified with opencc tw2sp),
+    after NFKC and case folding. Every pair with Jaccard >= --lower (0.5) is found by
+    all-pairs prefix filtering and its Jaccard kept; near-duplicate means >= --jaccard
+    (0.8). Any other pair is a negative, so precision is exact.
+
+Scores (per language)
+    Each method runs keep-first over the shuffled documents and its output groups (a
+    kept document with its duplicates) are scored: pair precision, recall and F1,
+    counting every pair inside a group; recall per edit type (over the original-copy
+    pairs that are near-duplicates by the truth); B-cubed F1 against the connected
+    components of the truth graph; the largest group; throughput in documents per
+    second from text (each method in its own worker process).
+
+    simdedup: `dedup()` of the library, with each --settings.
+    MinHash LSH (datasketch, 128 permutations, threshold 0.8): the truth's own shingle
+    sets (with and without the script fold), each candidate verified with exact Jaccard
+    >= 0.8; a document is a duplicate of the kept candidate with the highest Jaccard.
+
+Run
+    .venv/bin/python benchmarks/quality.py                  # about 3 minutes on 2 cores
+    .venv/bin/python benchmarks/quality.py --settings distance=4 --settings weights=tf,fold=false
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, fields, replace
+from fractions import Fraction
+from multiprocessing import get_context
+from typing import Any
+
+from defaults import punct, sentences, typo
+from realtext import (
+    HAN,
+    build_documents,
+    converter,
+    fmt,
+    jaccard_scores,
+    log,
+    revision,
+    table,
+    truth_set,
+)
+
+from simdedup import Document, Settings, dedup
+from simdedup.settings import FINGERPRINT_SPEC_VERSION
+from simdedup.verify import deduplicator
+
+LANGS = ("en", "zh")
+EDITS = {
+    "en": ("typo", "word_edit", "reorder", "add_boilerplate", "remove_boilerplate", "punct", "truncate"),
+    "zh": (
+        "typo",
+        "word_edit",
+        "reorder",
+        "add_boilerplate",
+        "remove_boilerplate",
+        "punct",
+        "truncate",
+        "script",
+    ),
+}
+
+BOILERPLATE = {
+    "en": [
+        "Skip to main content. Home > Documentation > Reference manual",
+        "This page was last edited on 3 March 2021, at 14:05. Content is available under the "
+        "Creative Commons Attribution-ShareAlike License unless otherwise noted.",
+        "Copyright (c) 2024 Example Corporation. All rights reserved. "
+        "Privacy policy | Terms of use | Contact us",
+        "Share this page: Twitter, Facebook, LinkedIn, Email. Print this page.",
+        "Was this page helpful? Yes / No. Report a problem with this page.",
+        "Subscribe to our newsletter to get the latest updates delivered to your inbox every week.",
+    ],
+    "zh": [
+        "跳到主要内容。首页 > 文档 > 参考手册",
+        "本页面最后修订于2021年3月3日14:05。除非另有声明，本网站内容采用知识共享署名-相同方式共享许可协议授权。",
+        "版权所有 © 2024 示例公司。保留所有权利。隐私政策 | 使用条款 | 联系我们",
+        "分享本页：微博、微信、电子邮件。打印本页。",
+        "本页内容对您有帮助吗？是 / 否。报告本页问题。",
+        "订阅我们的新闻简报，每周第一时间获取最新动态。",
+    ],
+}
+
+
+# --------------------------------------------------------------------------- the set
+
+
+@dataclass
+class Corpus:
+    lang: str
+    texts: list[str]
+    sources: Counter[str]
+    originals: int
+    #: (original row, copy row, edit type), rows after shuffling
+    edits: list[tuple[int, int, str]] = field(default_factory=list)
+    sets: list[frozenset[str]] = field(default_factory=list)
+    #: (i, j) -> Jaccard, i < j, for every pair >= the lower bound
+    jaccard: dict[tuple[int, int], float] = field(default_factory=dict)
+    threshold: float = 0.8
+
+    def truth(self) -> list[tuple[int, int]]:
+        return [p for p, j in self.jaccard.items() if j >= self.threshold]
+
+
+def is_traditional(text: str) -> bool:
+    return converter("t2s").convert(text) != text
+
+
+def edit_typo(text: str, lang: str, rng: random.Random, pool: Sequence[str]) -> str:
+    rate = rng.uniform(0.01, 0.06)
+    if lang == "en":
+        return re.sub(r"[A-Za-z]{3,}", lambda m: typo(m[0], rng) if rng.random() < rate else m[0], text)
+    return HAN.sub(lambda m: rng.choice(pool) if rng.random() < rate else m[0], text)
+
+
+def edit_words(text: str, lang: str, rng: random.Random, pool: Sequence[str]) -> str:
+    """Insert, delete or replace 1-5% of the words (Chinese: two-character runs)."""
+    rate = rng.uniform(0.01, 0.05)
+    pattern = re.compile(r"[A-Za-z]+" if lang == "en" else f"{HAN.pattern}{{2}}")
+    sep = " " if lang == "en" else ""
+
+    def change(m: re.Match[str]) -> str:
+        if rng.random() >= rate:
+            return m[0]
+        op = rng.randrange(3)
+        if op == 0:
+            return ""
+        if op == 1:
+            return rng.choice(pool)
+        return m[0] + sep + rng.choice(pool)
+
+    return re.sub(r"  +", " ", pattern.sub(change, text))
+
+
+def edit_reorder(text: str, lang: str, rng: random.Random) -> str:
+    parts = sentences(text, lang)
+    if len(parts) < 2:
+        half = len(text) // 2
+        return text[half:] + "\n" + text[:half]
+    i, j = sorted(rng.sample(range(len(parts)), 2))
+    parts[i], parts[j] = parts[j], parts[i]
+    return (" " if lang == "en" else "").join(parts)
+
+
+def edit_add_boilerplate(text: str, lang: str, rng: random.Random) -> str:
+    lines = rng.sample(BOILERPLATE[lang], rng.choice((1, 1, 2)))
+    for line in lines:
+        text = f"{line}\n{text}" if rng.random() < 0.5 else f"{text}\n{line}"
+    return text
+
+
+def edit_truncate(text: str, lang: str, rng: random.Random) -> str:
+    cut = round(len(text) * (1 - rng.uniform(0.05, 0.3)))
+    if lang == "en":
+        space = text.rfind(" ", 0, cut)
+        cut = space if space > len(text) // 2 else cut
+    return text[:cut].rstrip()
+
+
+def edit_script(text: str, lang: str, rng: random.Random) -> str:
+    return converter("tw2sp" if is_traditional(text) else "s2twp").convert(text)
+
+
+def make_edit(kind: str, text: str, lang: str, rng: random.Random, pools: dict[str, list[str]]) -> str:
+    if kind == "typo":
+        return edit_typo(text, lang, rng, pools["chars"])
+    if kind == "word_edit":
+        return edit_words(text, lang, rng, pools["words"])
+    return {
+        "reorder": edit_reorder,
+        "add_boilerplate": edit_add_boilerplate,
+        "punct": punct,
+        "truncate": edit_truncate,
+        "script": edit_script,
+    }[kind](text, lang, rng)
+
+
+def build_corpus(lang: str, docs: list[tuple[str, str]], originals: int, seed: int) -> Corpus:
+    """The documents, their edited copies (edit recorded), shuffled together."""
+    rng = random.Random(f"{seed}-{lang}-quality")
+    texts = [t for _, t in docs]
+    if lang == "en":
+        words = sorted({w for t in texts for w in re.findall(r"\b[a-z]{4,}\b", t)})
+        pools = {"chars": words, "words": words}
+    else:
+        pools = {
+            "chars": sorted({c for t in texts for c in HAN.findall(t)}),
+            "words": sorted({w for t in texts for w in re.findall(f"{HAN.pattern}{{2}}", t)}),
+        }
+    edits: list[tuple[int, int, str]] = []
+    for i in sorted(rng.sample(range(len(texts)), min(originals, len(texts)))):
+        bare = texts[i]
+        if rng.random() < 0.5:  # a page with a site's header or footer; one copy lacks it
+            line = rng.choice(BOILERPLATE[lang])
+            texts[i] = f"{line}\n{bare}" if rng.random() < 0.5 else f"{bare}\n{line}"
+            edits.append((i, len(texts), "remove_boilerplate"))
+            texts.append(bare)
+        for kind in EDITS[lang]:
+            if kind != "remove_boilerplate":
+                edits.append((i, len(texts), kind))
+                texts.append(make_edit(kind, texts[i], lang, rng, pools))
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    new_row = {old: new for new, old in enumerate(order)}
+    return Corpus(
+        lang,
+        [texts[old] for old in order],
+        Counter(s for s, _ in docs),
+        len(docs),
+        sorted((new_row[o], new_row[c], kind) for o, c, kind in edits),
+    )
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def components(n: int, pairs: Sequence[tuple[int, int]]) -> list[int]:
+    """Union-find: each row's component (its smallest row)."""
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return [find(x) for x in range(n)]
+
+
+def score(group: Sequence[int], c: Corpus) -> dict[str, Any]:
+    """Scores of a keep-first grouping: group[i] is the group of row i."""
+    n = len(group)
+    truth = c.truth()
+    sizes = Counter(group)
+    predicted = sum(m * (m - 1) // 2 for m in sizes.values())
+    tp = sum(group[a] == group[b] for a, b in truth)
+    p = tp / predicted if predicted else 1.0
+    r = tp / len(truth) if truth else 1.0
+    out: dict[str, Any] = {
+        "P": p,
+        "R": r,
+        "F1": 2 * p * r / (p + r) if p + r else 0.0,
+        "pred": predicted,
+        "largest": max(sizes.values()),
+    }
+    bands: Counter[str] = Counter()
+    for (a, b), j in c.jaccard.items():
+        if j < c.threshold and group[a] == group[b]:
+            bands["fp >= 0.7" if j >= 0.7 else "fp 0.5-0.7"] += 1
+    out["fp >= 0.7"] = bands["fp >= 0.7"]
+    out["fp 0.5-0.7"] = bands["fp 0.5-0.7"]
+    out["fp < 0.5"] = predicted - tp - sum(bands.values())
+    hits: Counter[str] = Counter()
+    for o, v, kind in c.edits:
+        if c.jaccard.get((min(o, v), max(o, v)), 0.0) >= c.threshold:
+            hits[kind] += group[o] == group[v]
+    for kind, total in positives(c).items():
+        out[f"R_{kind}"] = hits[kind] / total if total else float("nan")
+    # B-cubed against the connected components of the truth graph.
+    true = components(n, truth)
+    tsize, both = Counter(true), Counter(zip(group, true))
+    bp = sum(both[group[i], true[i]] / sizes[group[i]] for i in range(n)) / n
+    br = sum(both[group[i], true[i]] / tsize[true[i]] for i in range(n)) / n
+    out["B3 F1"] = 2 * bp * br / (bp + br)
+    return out
+
+
+def positives(c: Corpus) -> Counter[str]:
+    """Original-copy pairs of each edit type that are near-duplicates by the truth."""
+    n: Counter[str] = Counter({kind: 0 for kind in EDITS[c.lang]})
+    for o, v, kind in c.edits:
+        n[kind] += c.jaccard.get((min(o, v), max(o, v)), 0.0) >= c.threshold
+    return n
+
+
+_CORPORA: dict[str, Corpus] = {}  # set before the process pool forks
+
+
+def run_simdedup(lang: str, row: Row) -> tuple[list[int], float]:
+    """Keep-first groups from the library's dedup(), and documents per second."""
+    c = _CORPORA[lang]
+    settings, verify = row
+    docs = [Document(str(i), t, b"") for i, t in enumerate(c.texts)]
+    t0 = time.perf_counter()
+    decisions = list(dedup(docs, settings, deduplicator=deduplicator(settings, verify)))
+    elapsed = time.perf_counter() - t0
+    kept_row: dict[int, int] = {}
+    group = []
+    for i, d in enumerate(decisions):
+        if d.status == "unique":
+            kept_row[d.row] = i  # type: ignore[index]
+            group.append(i)
+        elif d.status == "duplicate":
+            group.append(kept_row[d.row])  # type: ignore[index]
+        else:
+            group.append(i)
+    return group, len(docs) / elapsed
+
+
+def run_minhash(lang: str, script_fold: bool) -> tuple[list[int], float]:
+    """datasketch MinHash LSH, keep-first, each candidate verified with exact Jaccard."""
+    from datasketch import MinHash, MinHashLSH
+
+    c = _CORPORA[lang]
+    t0 = time.perf_counter()
+    sets = [truth_set(t, lang, script_fold) for t in c.texts]
+    hashes = MinHash.bulk([[s.encode() for s in x] for x in sets], num_perm=128)
+    lsh = MinHashLSH(threshold=0.8, num_perm=128)
+    group = []
+    for i, (s, m) in enumerate(zip(sets, hashes)):
+        best, best_j = i, 0.0
+        for j in sorted(lsh.query(m)) if s else ():
+            inter = len(s & sets[j])
+            jac = inter / (len(s) + len(sets[j]) - inter)
+            if jac >= 0.8 and jac > best_j:
+                best, best_j = group[j], jac
+        if best == i and s:
+            lsh.insert(i, m)
+        group.append(best)
+    return group, len(sets) / (time.perf_counter() - t0)
+
+
+def run(task: tuple[str, str, Any]) -> tuple[str, str, dict[str, Any]]:
+    name, lang, arg = task
+    group, rate = run_minhash(lang, arg) if name.startswith("MinHash") else run_simdedup(lang, arg)
+    out = score(group, _CORPORA[lang])
+    out["docs/s"] = rate
+    return name, lang, out
+
+
+# --------------------------------------------------------------------------- settings
+
+
+#: Settings for the fingerprints, and the minimum Jaccard of --verify (None: no verification).
+Row = tuple[Settings, float | None]
+
+
+def parse_settings(spec: str) -> Row:
+    """'weights=tf,distance=4,verify=0.8' -> (Settings(weights='tf', distance=4), 0.8)."""
+    types = {f.name: f.type for f in fields(Settings)}
+    kwargs: dict[str, Any] = {}
+    verify = None
+    for item in filter(None, spec.split(",")):
+        key, _, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if key == "verify":
+            verify = float(value)
+            continue
+        if key not in types:
+            raise SystemExit(f"--settings: unknown field {key!r} (fields: {', '.join(types)})")
+        value = value.strip()
+        if "bool" in str(types[key]):
+            kwargs[key] = value.lower() in ("1", "true", "yes", "on")
+        elif "int" in str(types[key]):
+            kwargs[key] = int(value)
+        else:
+            kwargs[key] = value
+    return replace(Settings(), **kwargs), verify
+
+
+def presets() -> list[tuple[str, Row]]:
+    """The rows scored when no --settings is given: the defaults, the defaults before the
+    script fold, larger distances, and --verify."""
+    default = Settings()
+    return [
+        ("simdedup defaults", (default, None)),
+        ("defaults, --no-fold (spec 1)", (replace(default, fold=False), None)),
+        ("defaults, -k 4", (replace(default, distance=4), None)),
+        ("defaults, -k 6", (replace(default, distance=6), None)),
+        ("--verify 0.8", (default, 0.8)),
+        ("--verify 0.8 -k 4", (replace(default, distance=4), 0.8)),
+        ("--verify 0.8 -k 5", (replace(default, distance=5), 0.8)),
+        ("--verify 0.8 -k 6", (replace(default, distance=6), 0.8)),
+        ("--verify 0.8 -k 8", (replace(default, distance=8), 0.8)),
+    ]
+
+
+# --------------------------------------------------------------------------- report
+
+SHORT = {
+    "typo": "typo",
+    "word_edit": "words",
+    "reorder": "reord",
+    "add_boilerplate": "+bp",
+    "remove_boilerplate": "-bp",
+    "punct": "punct",
+    "truncate": "trunc",
+    "script": "script",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--en-docs", type=int, default=2500, help="English documents, at most (default 2500)")
+    ap.add_argument("--zh-docs", type=int, default=2500, help="Chinese documents, at most (default 2500)")
+    ap.add_argument("--originals", type=int, default=400, help="documents per language that get copies")
+    ap.add_argument(
+        "--jaccard", type=Fraction, default=Fraction(4, 5), help="near-duplicate: Jaccard >= this"
+    )
+    ap.add_argument("--lower", type=Fraction, default=Fraction(1, 2), help="Jaccard kept for pairs >= this")
+    ap.add_argument("--settings", action="append", default=[], metavar="FIELD=VALUE,...")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+
+    picked = build_documents(args.en_docs, args.zh_docs, args.seed, min_han=8)
+    corpora = {lang: build_corpus(lang, picked[lang], args.originals, args.seed) for lang in LANGS}
+    log(f"documents and copies: {time.perf_counter() - t0:.1f}s")
+    for c in corpora.values():
+        c.threshold = float(args.jaccard)
+        c.sets = [truth_set(t, c.lang, script_fold=True) for t in c.texts]
+        c.jaccard = jaccard_scores(c.sets, args.lower.limit_denominator(1000))
+    log(f"ground truth: {time.perf_counter() - t0:.1f}s")
+
+    rows = [(spec, parse_settings(spec)) for spec in args.settings] or presets()
+    tasks: list[tuple[str, str, Any]] = []
+    for lang in LANGS:
+        tasks += [("MinHash LSH", lang, False), ("MinHash LSH, script fold", lang, True)]
+        tasks += [(name, lang, s) for name, s in rows]
+    global _CORPORA
+    _CORPORA = corpora
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs, mp_context=get_context("fork")) as pool:
+            results = list(pool.map(run, tasks))
+    else:
+        results = list(map(run, tasks))
+    log(f"runs and scores: {time.perf_counter() - t0:.1f}s")
+
+    digest = hashlib.sha256("\x00".join(t for c in corpora.values() for t in c.texts).encode()).hexdigest()
+    print(f"# simdedup quality benchmark (seed {args.seed}, set digest {digest[:16]})\n")
+    print(f"simdedup {revision()}, fingerprint spec {FINGERPRINT_SPEC_VERSION}\n")
+    for name, (s, verify) in rows:
+        print(f"- {name}: {s}" + (f", verify={verify}" if verify else ""))
+    print()
+    for c in corpora.values():
+        truth = c.truth()
+        true_largest = max(Counter(components(len(c.texts), truth)).values())
+        pos = positives(c)
+        made = Counter(kind for _, _, kind in c.edits)
+        print(
+            f"{c.lang}: {c.originals} documents + {len(c.edits)} edited copies = {len(c.texts)}; "
+            f"{len(truth)} near-duplicate pairs (Jaccard >= {c.threshold:g}), "
+            f"{len(c.jaccard) - len(truth)} more pairs >= {float(args.lower):g}; "
+            f"largest true component {true_largest}"
+        )
+        print("    sources: " + ", ".join(f"{src} {n}" for src, n in sorted(c.sources.items())))
+        print(
+            "    copies still near-duplicates: "
+            + ", ".join(f"{kind} {pos[kind]}/{made[kind]}" for kind in EDITS[c.lang])
+        )
+    print()
+    header = [
+        "method",
+        "lang",
+        "P",
+        "R",
+        "F1",
+        "B3 F1",
+        "largest",
+        "FP J>=.7",
+        "FP .5-.7",
+        "FP <.5",
+        "docs/s",
+    ]
+    lines = []
+    for name, lang, out in results:
+        lines.append(
+            [name, lang, fmt(out["P"]), fmt(out["R"]), fmt(out["F1"]), fmt(out["B3 F1"]), str(out["largest"])]
+            + [str(out[k]) for k in ("fp >= 0.7", "fp 0.5-0.7", "fp < 0.5")]
+            + [f"{out['docs/s']:,.0f}"]
+        )
+    print("## Pairs, clusters and speed\n")
+    print(table(lines, header))
+    print("\n## Recall per edit type (original-copy pairs that are near-duplicates by the truth)\n")
+    for lang in LANGS:
+        header = ["method"] + [SHORT[k] for k in EDITS[lang]]
+        lines = [
+            [f"{name} ({lang})"] + [fmt(out[f"R_{k}"]) for k in EDITS[lang]]
+            for name, la, out in results
+            if la == lang
+        ]
+        print(table(lines, header) + "\n")
+    log(f"total: {time.perf_counter() - t0:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Nightly near-duplicate check of one day's crawl against every page kept on the nights
+# before it.
+#
+#   nightly.sh CRAWL [DAY]
+#
+# CRAWL/DAY/ is the night's folder, one page per file (DAY: today by default, YYYY-MM-DD).
+# Written beside it, not in it (so the next run does not read them as pages):
+#   DAY.unique.txt       the paths of the pages to keep
+#   DAY.duplicates.tsv   each duplicate, the page it duplicates and the night that kept it
+#   DAY.report.jsonl     one record per page
+#   DAY.summary.json     the counts
+#   DAY.stderr.txt       input problems, then the summary line
+# CRAWL/index.sdx keeps the fingerprint of every page kept so far (simdedup --index), and
+# CRAWL/simdedup.log gets one line per night. The exit status is simdedup's.
+#
+# crontab: see crontab beside this file.
+set -u
+crawl=${1:?usage: nightly.sh CRAWL [DAY]}
+day=${2:-$(date +%F)}
+simdedup=${SIMDEDUP:-simdedup}
+out=$crawl/$day
+
+status=0
+# --wait: if last night's run is still going, wait up to an hour for it instead of failing.
+$simdedup scan "$out" --index "$crawl/index.sdx" --run-name "$day" --wait 3600 \
+    --unique "$out.unique.txt" --duplicates "$out.duplicates.tsv" \
+    --report "$out.report.jsonl" --summary-json "$out.summary.json" \
+    >/dev/null 2>"$out.stderr.txt" || status=$?
+
+# The last line on stderr is the run's summary, or the error that stopped it.
+printf '%s %s exit %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$day" "$status" \
+    "$(tail -n 1 "$out.stderr.txt")" >>"$crawl/simdedup.log"
+exit "$status"

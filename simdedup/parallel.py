@@ -1,0 +1,168 @@
+"""Fingerprint batches of documents in worker processes, in input order.
+
+A pure mapping from batches of Documents to their fingerprints: the same fingerprints,
+in the same order, for any number of jobs (a fingerprint never depends on its batch or
+process). Workers get the Settings once, build their own FeatureHasher, ignore Ctrl-C
+(the parent decides what an interrupt means) and die with the parent. Never prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, wait
+from itertools import chain
+
+from .fingerprint import FeatureHasher, HashFunc, fingerprint_batch, text_batch_fingerprints
+from .read import Document
+from .settings import Settings
+
+#: Batches a worker may have waiting beside the one it works on: enough to keep every
+#: worker busy while the parent reads and decides, few enough that memory stays flat.
+QUEUED_PER_JOB = 2
+#: After Ctrl-C, how long the batches already handed to workers may take to come back.
+DRAIN_SECONDS = 10.0
+
+#: What a worker needs of a document: its text, or the features it came with.
+Work = list[str | dict[str, float]]
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (os.process_cpu_count on Python 3.13+)."""
+    count = getattr(os, "process_cpu_count", None)
+    if count is not None:
+        return count() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def batch_fingerprints(
+    docs: Sequence[Document], settings: Settings, hashfunc: HashFunc | None = None
+) -> list[int | None]:
+    """Fingerprints of one batch of documents (None for empty ones), in one process."""
+    return _fingerprint_work(_work(docs), settings, hashfunc or FeatureHasher(settings.bits, settings.seed))
+
+
+def fingerprint_batches(
+    batches: Iterable[Sequence[Document]], settings: Settings, jobs: int = 1
+) -> Iterator[tuple[Sequence[Document], list[int | None]]]:
+    """(batch, its fingerprints) for every batch, in input order, with `jobs` processes.
+
+    jobs=1 works in this process. Otherwise the first batch is done here and a process
+    pool starts with the second (a single batch is not worth one); at most
+    jobs * QUEUED_PER_JOB batches are out at once, and finished batches are handed back
+    as soon as they are next in order, so a slow input stream is not held back. On
+    KeyboardInterrupt the batches already out are collected (for up to DRAIN_SECONDS)
+    and handed back before the interrupt is raised again, so that every document read
+    so far can still be decided. Close the iterator (contextlib.closing) to stop the
+    workers early; they also stop when it is garbage.
+    """
+    hasher = FeatureHasher(settings.bits, settings.seed)
+    it = iter(batches)
+    if jobs <= 1:
+        for batch in it:
+            yield batch, batch_fingerprints(batch, settings, hasher)
+        return
+    first = next(it, None)
+    if first is None:
+        return
+    # The first batch here: a one-batch input needs no pool, and forked workers inherit
+    # what it loaded (jieba's dictionary takes a second to load in every process).
+    yield first, batch_fingerprints(first, settings, hasher)
+    second = next(it, None)
+    if second is None:
+        return
+    pool = _pool(settings, jobs)
+    pending: deque[tuple[Sequence[Document], Future[list[int | None]]]] = deque()
+    try:
+        try:
+            for batch in chain((second,), it):
+                pending.append((batch, pool.submit(_fingerprint_in_worker, _work(batch))))
+                while pending and (len(pending) >= jobs * QUEUED_PER_JOB or pending[0][1].done()):
+                    done, future = pending.popleft()
+                    yield done, future.result()
+        except KeyboardInterrupt:
+            # Futures ignore the interrupt (workers do too); hand back what is out, then stop.
+            finished, _ = wait([f for _, f in pending], timeout=DRAIN_SECONDS)
+            while pending and pending[0][1] in finished:
+                done, future = pending.popleft()
+                yield done, future.result()
+            raise
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
+    finally:
+        for _, future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _work(docs: Sequence[Document]) -> Work:
+    return [doc.text if doc.features is None else doc.features for doc in docs]
+
+
+def _fingerprint_work(work: Work, settings: Settings, hasher: HashFunc) -> list[int | None]:
+    """Texts through the batch text path, given features through fingerprint_batch."""
+    texts = [i for i, w in enumerate(work) if isinstance(w, str)]
+    if len(texts) == len(work):
+        return text_batch_fingerprints(work, settings, hasher)  # type: ignore[arg-type]
+    fps: list[int | None] = [None] * len(work)
+    given = [i for i, w in enumerate(work) if not isinstance(w, str)]
+    for i, fp in zip(given, fingerprint_batch([work[i] for i in given], settings.bits, hasher)):  # type: ignore[misc]
+        fps[i] = fp
+    if texts:
+        for i, fp in zip(texts, text_batch_fingerprints([work[i] for i in texts], settings, hasher)):  # type: ignore[misc]
+            fps[i] = fp
+    return fps
+
+
+# ---------------------------------------------------------------- the worker side
+
+_worker_settings: Settings | None = None
+_worker_hasher: FeatureHasher | None = None
+
+
+def _pool(settings: Settings, jobs: int) -> ProcessPoolExecutor:
+    # fork: workers start at once, with the parent's modules (and jieba's dictionary,
+    # once loaded) already in memory; elsewhere, the platform's default.
+    method = "fork" if sys.platform == "linux" else None
+    return ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_start_worker,
+        initargs=(settings, os.getpid()),
+    )
+
+
+def _start_worker(settings: Settings, parent: int) -> None:
+    global _worker_settings, _worker_hasher
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
+    _die_with_parent(parent)
+    _worker_settings = settings
+    _worker_hasher = FeatureHasher(settings.bits, settings.seed)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: ask the kernel for SIGTERM when the parent dies, however it dies (even
+    SIGKILL), so no worker outlives a killed run."""
+    if sys.platform != "linux":
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _fingerprint_in_worker(work: Work) -> list[int | None]:
+    assert _worker_settings is not None and _worker_hasher is not None
+    return _fingerprint_work(work, _worker_settings, _worker_hasher)

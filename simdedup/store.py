@@ -1,0 +1,723 @@
+"""The stored index (--index): the kept fingerprints of earlier runs, their ids, and the
+run that kept each, in one file that nightly runs load, extend and save.
+
+A file is only ever replaced whole (written beside it, fsynced, renamed) and only under
+its lock, and only ever loaded whole (checksum verified before anything is returned),
+so a run killed at any moment leaves the previous file as it was. Never prints, never
+exits: every failure is an IndexFileError that carries its exit status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import functools
+import importlib.metadata
+import importlib.util
+import json
+import os
+import struct
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import xxhash
+
+from .dedup import Deduplicator, Ids
+from .settings import FINGERPRINT_SPEC_VERSION, Settings, block_layout
+from .status import (
+    IndexCorruptError,
+    IndexFileError,
+    IndexLockedError,
+    IndexSettingsError,
+)
+
+# ---------------------------------------------------------------- the file format
+#
+#   offset      size  what
+#   0           8     MAGIC
+#   8           4     format version, uint32 little-endian
+#   12          4     header length H, uint32 little-endian (a multiple of 8)
+#   16          H     header: UTF-8 JSON (settings, runs, times, array shapes), space-padded
+#   16 + H      ...   the arrays of ARRAYS, in that order, raw little-endian, each
+#                     zero-padded to a multiple of 8 bytes (so np.memmap could map them)
+#   end - 8     8     xxh3-64 of every byte before it, uint64 little-endian
+#
+# The header gives every array's shape, so the file's exact size is known before any
+# array is read: a truncated file is caught by its size, an altered one by the checksum.
+
+#: The first 8 bytes. The high byte and the CR LF catch a file mangled as text (as PNG's do).
+MAGIC = b"\x89SDX\r\n\x1a\n"
+#: Bumped when a reader of the previous version could not read the file correctly.
+FORMAT_VERSION = 1
+_PREAMBLE = struct.Struct("<8sII")
+_TRAILER = struct.Struct("<Q")
+_ALIGN = 8
+#: name -> dtype of each array, in file order. Row i of the index is fingerprints[i],
+#: the id whose UTF-8 bytes end at id_ends[i] in id_bytes, kept by run run_rows[i].
+ARRAYS = (
+    ("fingerprints", np.dtype("<u8")),
+    ("id_ends", np.dtype("<u8")),
+    ("run_rows", np.dtype("<u4")),
+    ("id_bytes", np.dtype("u1")),
+)
+#: Reads and writes go in pieces: one read(2) or write(2) moves at most ~2 GiB on Linux.
+_CHUNK = 1 << 26
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _padding(n: int) -> bytes:
+    return b"\0" * (-n % _ALIGN)
+
+
+# ---------------------------------------------------------------- what fingerprints depend on
+
+
+def _file_xxh3(path: Path) -> str | None:
+    try:
+        return xxhash.xxh3_64_hexdigest(path.read_bytes())
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def jieba_record() -> dict[str, str | None]:
+    """jieba's version and the xxh3-64 of its dictionary and IDF table: a new jieba can cut
+    the same Chinese text into other words, and so give other fingerprints."""
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or spec.origin is None:
+        return {"jieba_version": None, "jieba_dict_xxh3": None, "jieba_idf_xxh3": None}
+    root = Path(spec.origin).parent
+    return {
+        "jieba_version": importlib.metadata.version("jieba"),
+        "jieba_dict_xxh3": _file_xxh3(root / "dict.txt"),
+        "jieba_idf_xxh3": _file_xxh3(root / "analyse" / "idf.txt"),
+    }
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def fingerprint_record(settings: Settings) -> dict[str, Any]:
+    """Everything a fingerprint depends on, as stored in an index file: every field of
+    Settings (found with dataclasses.fields, so a field added later is covered without
+    touching this), the feature hash, jieba's version and dictionary checksums, OpenCC's
+    version, and the fingerprint spec version. Two runs whose records differ make
+    incomparable fingerprints."""
+    return {
+        "settings": {f.name: _jsonable(getattr(settings, f.name)) for f in dataclasses.fields(settings)},
+        # The hash fingerprint.FeatureHasher uses for `bits`; its seed is settings.seed.
+        "hash": f"xxh3_{settings.bits}",
+        "spec_version": FINGERPRINT_SPEC_VERSION,
+        **jieba_record(),
+        # Settings.fold converts traditional Chinese with OpenCC's tables, which ship with it.
+        "opencc_version": _package_version("opencc"),
+    }
+
+
+_RECORD_NAMES = {
+    "hash": "the feature hash",
+    "spec_version": "the fingerprint spec version",
+    "jieba_version": "the jieba version",
+    "jieba_dict_xxh3": "jieba's dictionary (checksum)",
+    "jieba_idf_xxh3": "jieba's IDF table (checksum)",
+    "opencc_version": "the OpenCC version",
+}
+
+
+def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(name, stored value, current value) for each way two fingerprint records differ.
+
+    A Settings field missing from the stored record (the file is older than the field)
+    counts as that field's default, which by the spec-version rule gives the old fingerprints."""
+    defaults = {
+        f.name: _jsonable(f.default)
+        for f in dataclasses.fields(Settings)
+        if f.default is not dataclasses.MISSING
+    }
+    out = []
+    stored_settings, current_settings = stored.get("settings", {}), current.get("settings", {})
+    for name in [*current_settings, *(n for n in stored_settings if n not in current_settings)]:
+        old = stored_settings.get(name, defaults.get(name))
+        new = current_settings.get(name)
+        if old != new:
+            out.append((name, old, new))
+    for key in [k for k in current if k != "settings"] + [k for k in stored if k not in current]:
+        if stored.get(key) != current.get(key):
+            out.append((_RECORD_NAMES.get(key, key), stored.get(key), current.get(key)))
+    return out
+
+
+def check_settings(path: str | os.PathLike[str], stored: dict[str, Any], settings: Settings) -> None:
+    """Refuse to compare this run's fingerprints with a file's made differently."""
+    diffs = record_differences(stored, fingerprint_record(settings))
+    if diffs:
+        what = "; ".join(f"{name} is {old!r} there, {new!r} in this run" for name, old, new in diffs)
+        raise IndexSettingsError(
+            f"{path} was made with other fingerprint settings: {what}. Fingerprints made "
+            "differently cannot be compared: run with the index's settings "
+            "(simdedup index info shows them) or use a new index"
+        )
+
+
+# ---------------------------------------------------------------- the stored index
+
+
+@dataclass
+class StoredIndex:
+    """What an index file holds: row i is fingerprints[i] (uint64, shape (n,) for 64
+    bits, (n, 2) high word first for 128, as BlockIndex.fingerprint_array gives them),
+    the id whose UTF-8 bytes end at id_ends[i] in id_bytes, kept by runs[run_rows[i]].
+
+    `fingerprint` is the fingerprint_record the rows were made with; each run is a dict
+    with at least "name", "started", "finished" and "added" (rows it kept)."""
+
+    fingerprint: dict[str, Any]
+    fingerprints: np.ndarray
+    id_bytes: np.ndarray
+    id_ends: np.ndarray
+    run_rows: np.ndarray
+    runs: list[dict[str, Any]]
+    created: str
+    updated: str
+
+    def __len__(self) -> int:
+        return len(self.fingerprints)
+
+    @property
+    def bits(self) -> int:
+        return 64 * (1 if self.fingerprints.ndim == 1 else self.fingerprints.shape[1])
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.fingerprint.get("settings", {}))
+
+    def ids(self) -> Ids:
+        return Ids.from_arrays(self.id_bytes, self.id_ends)
+
+    def id(self, row: int) -> str:
+        start = int(self.id_ends[row - 1]) if row else 0
+        return bytes(self.id_bytes[start : int(self.id_ends[row])]).decode("utf-8", "surrogateescape")
+
+    def run_name(self, row: int) -> str:
+        return str(self.runs[int(self.run_rows[row])]["name"])
+
+    def deduplicator(self, settings: Settings) -> Deduplicator:
+        """A Deduplicator holding these rows (as rows 0..n-1), for runs made with `settings`."""
+        dd = Deduplicator(settings)
+        dd.extend(self.fingerprints, self.ids())
+        return dd
+
+    def _check(self) -> None:
+        """Raise ValueError unless the arrays fit together (the checksum cannot tell a
+        file written wrong from one written right)."""
+        n = len(self.fingerprints)
+        if self.fingerprints.dtype != np.uint64 or self.fingerprints.ndim not in (1, 2):
+            raise ValueError("fingerprints are not uint64 rows")
+        if len(self.id_ends) != n or len(self.run_rows) != n:
+            raise ValueError(
+                f"{n} fingerprints but {len(self.id_ends)} ids and {len(self.run_rows)} run rows"
+            )
+        if n and (
+            int(self.id_ends[-1]) != len(self.id_bytes) or np.any(self.id_ends[1:] < self.id_ends[:-1])
+        ):
+            raise ValueError("id offsets do not match the id bytes")
+        if not n and len(self.id_bytes):
+            raise ValueError("id bytes without ids")
+        if n and int(self.run_rows.max()) >= len(self.runs):
+            raise ValueError("a row names a run that is not in the file")
+
+
+def empty_index(settings: Settings) -> StoredIndex:
+    words = settings.bits // 64
+    shape: tuple[int, ...] = (0,) if words == 1 else (0, words)
+    now = _now()
+    return StoredIndex(
+        fingerprint_record(settings),
+        np.empty(shape, np.uint64),
+        np.empty(0, np.uint8),
+        np.empty(0, np.uint64),
+        np.empty(0, np.uint32),
+        [],
+        now,
+        now,
+    )
+
+
+def _arrays(index: StoredIndex) -> list[np.ndarray]:
+    return [
+        np.ascontiguousarray(getattr(index, name), dtype=dtype).reshape(getattr(index, name).shape)
+        for name, dtype in ARRAYS
+    ]
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _bytes_of(data: np.ndarray | bytes) -> memoryview:
+    """A flat byte view (no copy) of a contiguous array or a bytes object."""
+    if isinstance(data, np.ndarray):
+        return memoryview(data.reshape(-1).view(np.uint8))
+    return memoryview(data)
+
+
+def _write_all(f: BinaryIO, data: np.ndarray | bytes, digest: Any) -> None:
+    view = _bytes_of(data)
+    digest.update(view)
+    for start in range(0, len(view), _CHUNK):
+        piece = view[start : start + _CHUNK]
+        while piece:
+            written = f.write(piece)
+            piece = piece[written:]
+
+
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
+    """Replace the file at `path` with `index`, atomically: the bytes go to a temporary
+    file in the same directory, which is fsynced, renamed over `path`, and the directory
+    fsynced. A crash at any point leaves either the old file or the new one, whole.
+
+    Call it holding index_lock(path): two writers would each rename their own file,
+    and the later one would silently drop the rows only the earlier one added."""
+    index._check()
+    path = Path(path)
+    directory = path.parent
+    arrays = _arrays(index)
+    header = {
+        "format": "simdedup index",
+        "written_by": f"simdedup {_simdedup_version()}",
+        "created": index.created,
+        "updated": index.updated,
+        "count": len(index),
+        "fingerprint": index.fingerprint,
+        "runs": index.runs,
+        "arrays": [
+            {"name": name, "dtype": dtype.str, "shape": list(a.shape)}
+            for (name, dtype), a in zip(ARRAYS, arrays)
+        ],
+    }
+    header_bytes = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    header_bytes += b" " * (-len(header_bytes) % _ALIGN)
+    mode = path.stat().st_mode & 0o777 if path.exists() else _default_mode()
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise IndexFileError(f"cannot save index {path}: {e.strerror or e}") from e
+    try:
+        with open(fd, "wb", buffering=0) as f:
+            digest = xxhash.xxh3_64()
+            _write_all(f, _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(header_bytes)), digest)
+            _write_all(f, header_bytes, digest)
+            for a in arrays:
+                _write_all(f, a, digest)
+                _write_all(f, _padding(a.nbytes), digest)
+            f.write(_TRAILER.pack(digest.intdigest()))
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+        _fsync_directory(directory)
+    except BaseException as e:
+        with suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise IndexFileError(
+                f"cannot save index {path}: {e.strerror or e}; the previous index is unchanged"
+            ) from e
+        raise
+
+
+def _simdedup_version() -> str:
+    from . import __version__  # here: the package imports this module's neighbours first
+
+    return __version__
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _read_exact(f: BinaryIO, size: int) -> bytes:
+    data = f.read(size)
+    return data if data is not None else b""
+
+
+def _readinto_all(f: BinaryIO, array: np.ndarray, digest: Any) -> bool:
+    view = _bytes_of(array)
+    pos = 0
+    while pos < len(view):
+        got = f.readinto(view[pos : pos + _CHUNK])  # type: ignore[attr-defined]
+        if not got:
+            return False
+        pos += got
+    digest.update(view)
+    return True
+
+
+def _array_specs(header: Any) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
+    """The (name, dtype, shape) of each array, or ValueError when the header does not
+    describe the arrays this version writes."""
+    specs = header["arrays"]
+    if not isinstance(specs, list) or len(specs) != len(ARRAYS):
+        raise ValueError("wrong array list")
+    out = []
+    for spec, (name, dtype) in zip(specs, ARRAYS):
+        shape = tuple(spec["shape"])
+        if spec["name"] != name or np.dtype(spec["dtype"]) != dtype:
+            raise ValueError(f"unexpected array {spec['name']!r}")
+        if not all(isinstance(s, int) and s >= 0 for s in shape) or len(shape) not in (1, 2):
+            raise ValueError(f"bad shape for {name}")
+        out.append((name, dtype, shape))
+    return out
+
+
+def read_header(path: str | os.PathLike[str]) -> tuple[dict[str, Any], int]:
+    """The header of an index file and the file's size, checked as far as they can be
+    without reading the arrays (magic, version, size); read_index checks the rest."""
+    with _open_for_reading(path) as f:
+        header, size, _ = _read_header(path, f)
+        return header, size
+
+
+@contextmanager
+def _open_for_reading(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    try:
+        f = open(path, "rb")  # noqa: SIM115
+    except FileNotFoundError as e:
+        raise IndexFileError(f"{path}: no such index file") from e
+    except IsADirectoryError as e:
+        raise IndexFileError(f"{path}: is a directory, not an index file") from e
+    except OSError as e:
+        raise IndexFileError(f"{path}: cannot read index: {e.strerror or e}") from e
+    with f:
+        yield f
+
+
+def _corrupt(path: str | os.PathLike[str], why: str) -> IndexCorruptError:
+    return IndexCorruptError(
+        f"{path}: index file is corrupt ({why}); it was not loaded. Restore it from a "
+        "backup, or move it away to start a new index"
+    )
+
+
+def _read_header(path: str | os.PathLike[str], f: BinaryIO) -> tuple[dict[str, Any], int, bytes]:
+    """(header, file size, the bytes read: preamble and header)."""
+    size = os.fstat(f.fileno()).st_size
+    preamble = _read_exact(f, _PREAMBLE.size)
+    if not preamble.startswith(MAGIC[: len(preamble)]) or not preamble:
+        raise IndexFileError(f"{path}: not a simdedup index file")
+    if len(preamble) < _PREAMBLE.size:
+        raise _corrupt(path, f"truncated: {size:,} bytes")
+    _, version, header_len = _PREAMBLE.unpack(preamble)
+    if version > FORMAT_VERSION:
+        raise IndexFileError(
+            f"{path}: index format version {version} is newer than this simdedup reads "
+            f"(up to {FORMAT_VERSION}); upgrade simdedup to use it"
+        )
+    if version < 1:
+        raise _corrupt(path, f"format version {version}")
+    if _PREAMBLE.size + header_len + _TRAILER.size > size:
+        raise _corrupt(path, f"truncated: {size:,} bytes")
+    header_bytes = _read_exact(f, header_len)
+    try:
+        header = json.loads(header_bytes.decode("utf-8"))
+        specs = _array_specs(header)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise _corrupt(path, f"unreadable header: {e}") from e
+    expected = _PREAMBLE.size + header_len + _TRAILER.size
+    for _, dtype, shape in specs:
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        expected += nbytes + len(_padding(nbytes))
+    if size != expected:
+        why = "truncated" if size < expected else "extra bytes at the end"
+        raise _corrupt(path, f"{why}: {size:,} bytes, the header says {expected:,}")
+    return header, size, preamble + header_bytes
+
+
+def read_index(path: str | os.PathLike[str]) -> StoredIndex:
+    """Load a whole index file, or raise: IndexFileError when it is missing, not an index,
+    or of a newer format; IndexCorruptError when it is truncated or altered. Nothing is
+    returned before the checksum of every byte has been verified."""
+    with _open_for_reading(path) as f:
+        header, _, head = _read_header(path, f)
+        digest = xxhash.xxh3_64(head)
+        arrays = {}
+        for name, dtype, shape in _array_specs(header):
+            array = np.empty(shape, dtype)
+            pad = _padding(array.nbytes)
+            if not _readinto_all(f, array, digest) or _read_exact(f, len(pad)) != pad:
+                raise _corrupt(path, "truncated while reading")
+            digest.update(pad)
+            arrays[name] = array
+        trailer = _read_exact(f, _TRAILER.size)
+        if len(trailer) != _TRAILER.size or _TRAILER.unpack(trailer)[0] != digest.intdigest():
+            raise _corrupt(path, "checksum mismatch")
+    try:
+        index = StoredIndex(
+            fingerprint=header["fingerprint"],
+            fingerprints=arrays["fingerprints"].astype(np.uint64, copy=False),
+            id_bytes=arrays["id_bytes"],
+            id_ends=arrays["id_ends"].astype(np.uint64, copy=False),
+            run_rows=arrays["run_rows"].astype(np.uint32, copy=False),
+            runs=list(header["runs"]),
+            created=str(header["created"]),
+            updated=str(header["updated"]),
+        )
+        index._check()
+    except (ValueError, KeyError, TypeError) as e:
+        raise _corrupt(path, str(e)) from e
+    return index
+
+
+# ---------------------------------------------------------------- locking
+
+
+def lock_path(path: str | os.PathLike[str]) -> str:
+    return f"{os.fspath(path)}.lock"
+
+
+@contextmanager
+def index_lock(path: str | os.PathLike[str], wait: float = 0.0) -> Iterator[None]:
+    """Hold the lock of the index at `path` (the file PATH.lock, locked with flock(2), so
+    the kernel releases it when its holder dies, even by kill -9). Waits up to `wait`
+    seconds for another holder; raises IndexLockedError when it does not let go, and
+    IndexFileError when the directory does not exist or cannot be written (checked by
+    creating a file there, so it is caught before any work)."""
+    from filelock import FileLock, Timeout
+
+    directory = Path(path).parent
+    if not directory.is_dir():
+        raise IndexFileError(f"cannot use index {path}: no such directory {directory}")
+    lock = FileLock(lock_path(path), timeout=wait)
+    try:
+        lock.acquire()
+    except Timeout as e:
+        waited = f" after waiting {wait:g} s" if wait > 0 else ""
+        raise IndexLockedError(
+            f"{path} is in use by another simdedup run (lock {lock_path(path)} held){waited}; "
+            "try again later, or wait for it with --wait SECONDS"
+        ) from e
+    except OSError as e:
+        raise IndexFileError(f"cannot write index {path}: {directory}: {e.strerror or e}") from e
+    try:
+        _probe_writable(path)
+        yield
+    finally:
+        lock.release()
+
+
+def _probe_writable(path: str | os.PathLike[str]) -> None:
+    """Create and remove a file where the index will be saved, and remove what killed
+    runs left there (safe: no one else writes while we hold the lock)."""
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise IndexFileError(f"cannot write index {path}: {path.parent}: {e.strerror or e}") from e
+    for name in os.listdir(path.parent):
+        if name.startswith(f".{path.name}.") and name.endswith(".tmp"):
+            with suppress(OSError):
+                (path.parent / name).unlink()
+
+
+# ---------------------------------------------------------------- a run against a stored index
+
+
+class IndexSession:
+    """One run against the index at `path`: lock it, load it, preload a Deduplicator with
+    it, and save the Deduplicator's kept rows back, tagged with this run.
+
+    The lock is held from __enter__ (before anything is read) to __exit__; everything that
+    can fail before the run's work (lock, directory, format, checksum, settings) fails in
+    __enter__. A missing file is a new, empty index.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        settings: Settings,
+        *,
+        wait: float = 0.0,
+        run_name: str | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.settings = settings
+        self.wait = wait
+        self.started = _now()
+        self.run_name = run_name or self.started
+        self.loaded = 0
+        self.saved = 0
+        self._stored: StoredIndex | None = None
+        self._run_rows = np.empty(0, np.uint32)
+        self._runs: list[dict[str, Any]] = []
+        self._created: str | None = None
+        self._lock: Any = None
+        self._preloaded = False
+
+    def __enter__(self) -> IndexSession:
+        self._lock = index_lock(self.path, self.wait)
+        self._lock.__enter__()
+        try:
+            if self.path.exists():
+                stored = read_index(self.path)
+                check_settings(self.path, stored.fingerprint, self.settings)
+                self._stored = stored
+                self._run_rows, self._runs, self._created = stored.run_rows, stored.runs, stored.created
+                self.loaded = len(stored)
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)
+
+    def preload(self, dd: Deduplicator) -> None:
+        """Give an empty Deduplicator the stored rows, as rows 0..loaded-1."""
+        if len(dd.ids):
+            raise ValueError("preload needs an empty Deduplicator")
+        if self._stored is not None:
+            dd.extend(self._stored.fingerprints, self._stored.ids())
+            self._stored = None  # the Deduplicator holds the rows now; keep one copy
+        self._preloaded = True
+
+    def run_of(self, row: int) -> str:
+        """The name of the run that kept `row`: a stored run, or this one."""
+        if row < self.loaded:
+            return str(self._runs[int(self._run_rows[row])]["name"])
+        return self.run_name
+
+    def save(self, dd: Deduplicator) -> StoredIndex:
+        """Write the Deduplicator's rows (stored ones first, then this run's) back."""
+        if not self._preloaded:
+            raise ValueError("save a Deduplicator that preload() filled")
+        blob, ends = dd.ids.to_arrays()
+        added = len(ends) - self.loaded
+        now = _now()
+        run = {"name": self.run_name, "started": self.started, "finished": now, "added": added}
+        index = StoredIndex(
+            fingerprint=fingerprint_record(self.settings),
+            fingerprints=dd.index.fingerprint_array(),
+            id_bytes=blob,
+            id_ends=ends,
+            run_rows=np.concatenate([self._run_rows, np.full(added, len(self._runs), np.uint32)]),
+            runs=[*self._runs, run],
+            created=self._created or self.started,
+            updated=now,
+        )
+        write_index(self.path, index)
+        self.saved = len(index)
+        return index
+
+
+# ---------------------------------------------------------------- merge and inspect
+
+
+def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:
+    """One index holding every row of each (name, index), in order: nothing is dropped,
+    so a later document near any of them is still found. All must share one
+    fingerprint record; IndexSettingsError names the first that does not."""
+    if not indexes:
+        raise ValueError("nothing to merge")
+    first_name, first = indexes[0]
+    for name, index in indexes[1:]:
+        diffs = record_differences(first.fingerprint, index.fingerprint)
+        if diffs:
+            what = "; ".join(f"{d} is {old!r} in {first_name}, {new!r} there" for d, old, new in diffs)
+            raise IndexSettingsError(f"{name} was made with other fingerprint settings: {what}")
+    parts = [index for _, index in indexes]
+    byte_offsets = np.cumsum([0] + [len(p.id_bytes) for p in parts[:-1]], dtype=np.uint64)
+    run_offsets = np.cumsum([0] + [len(p.runs) for p in parts[:-1]])
+    merged = StoredIndex(
+        fingerprint=first.fingerprint,
+        fingerprints=np.concatenate([p.fingerprints for p in parts]),
+        id_bytes=np.concatenate([p.id_bytes for p in parts]),
+        id_ends=np.concatenate([p.id_ends + off for p, off in zip(parts, byte_offsets)]),
+        run_rows=np.concatenate([p.run_rows + np.uint32(off) for p, off in zip(parts, run_offsets)]),
+        runs=[run for p in parts for run in p.runs],
+        created=min(p.created for p in parts),
+        updated=_now(),
+    )
+    merged._check()
+    return merged
+
+
+@dataclass(frozen=True)
+class BlockBuckets:
+    """One block of the index layout: its bits, how many distinct values its stored
+    fingerprints take there, and the largest buckets as (value, rows)."""
+
+    start: int
+    width: int
+    distinct: int
+    largest: list[tuple[int, int]]
+
+
+def _bits_of(word: np.ndarray, start: int, width: int) -> np.ndarray:
+    mask = np.uint64((1 << width) - 1)
+    return (word >> np.uint64(start)) & mask
+
+
+def block_values(fps: np.ndarray, start: int, width: int) -> np.ndarray:
+    """Bits start..start+width-1 of each fingerprint (width <= 64), as uint64. For 128-bit
+    rows (high word first), bit i < 64 is in the low word, column 1."""
+    if fps.ndim == 1:
+        return _bits_of(fps, start, width)
+    low, high = fps[:, -1], fps[:, -2]
+    if start + width <= 64:
+        return _bits_of(low, start, width)
+    if start >= 64:
+        return _bits_of(high, start - 64, width)
+    low_width = 64 - start
+    return _bits_of(low, start, low_width) | (_bits_of(high, 0, width - low_width) << np.uint64(low_width))
+
+
+def block_buckets(fps: np.ndarray, bits: int, distance: int, top: int = 3) -> list[BlockBuckets]:
+    """The largest buckets of each block of the layout for (bits, distance), computed
+    from the fingerprints alone: a bucket is the rows that share a block value, and a
+    query scans the buckets it falls in, so large ones are what make lookups slow."""
+    out = []
+    for start, width in block_layout(bits, distance):
+        if width > 64:  # distance 0 at 128 bits: one block, the whole fingerprint
+            rows, counts = np.unique(fps.reshape(len(fps), -1), axis=0, return_counts=True)
+            values = [int(r[0]) << 64 | int(r[-1]) if len(r) > 1 else int(r[0]) for r in rows]
+        elif width <= 24:
+            counts = np.bincount(block_values(fps, start, width).astype(np.intp), minlength=1)
+            values = None
+        else:
+            uniq, counts = np.unique(block_values(fps, start, width), return_counts=True)
+            values = uniq.tolist()
+        order = np.argsort(-counts, kind="stable")[:top]
+        largest = [
+            (int(i) if values is None else int(values[i]), int(counts[i])) for i in order if counts[i] > 0
+        ]
+        out.append(BlockBuckets(start, width, int(np.count_nonzero(counts)), largest))
+    return out

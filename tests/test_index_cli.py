@@ -1,0 +1,529 @@
+"""--index and the index commands as users and cron run them: outputs, exit codes, and
+what survives a kill -9, a second run at the same time, and a damaged file."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from filelock import FileLock, Timeout
+
+from simdedup.cli import main
+from simdedup.settings import FINGERPRINT_SPEC_VERSION
+from simdedup.store import StoredIndex, jieba_record, lock_path, read_index, write_index
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = [f"{a}{b}" for a in ("bar", "cor", "del", "fin", "gal", "hum", "lor", "mep") for b in range(60)]
+
+
+def run(*args: str, input: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def texts(n: int, seed: int) -> list[str]:
+    """n English-like documents far apart from each other (about 32 bits)."""
+    r = random.Random(seed)
+    return [" ".join(r.choice(WORDS) for _ in range(40)) for _ in range(n)]
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def tsv(text: str) -> list[dict[str, str]]:
+    header, *rows = (line.split("\t") for line in text.splitlines())
+    return [dict(zip(header, row)) for row in rows]
+
+
+def snapshot(index: StoredIndex) -> tuple[list[int], list[str], list[str]]:
+    return index.fingerprints.tolist(), list(index.ids()), [index.run_name(r) for r in range(len(index))]
+
+
+DAY1 = texts(6, seed=1)
+DAY2 = [DAY1[0].upper(), DAY1[3] + ".", *texts(2, seed=2)]  # two seen on day 1, two new
+
+
+@pytest.fixture
+def day1(tmp_path: Path) -> Path:
+    return write_lines(tmp_path / "day1.txt", DAY1)
+
+
+@pytest.fixture
+def day2(tmp_path: Path) -> Path:
+    return write_lines(tmp_path / "day2.txt", DAY2)
+
+
+@pytest.fixture
+def index(tmp_path: Path, day1: Path) -> Path:
+    path = tmp_path / "seen.sdx"
+    assert run("scan", str(day1), "--index", str(path), "--run-name", "monday").exit_code == 0
+    return path
+
+
+# ---------------------------------------------------------------- scan and filter with --index
+
+
+def test_scan_checks_documents_against_earlier_runs_and_names_the_run(
+    index: Path, day1: Path, day2: Path, tmp_path: Path
+) -> None:
+    dups = tmp_path / "dups.tsv"
+    result = run("scan", str(day2), "--index", str(index), "--run-name", "tuesday", "--duplicates", str(dups))
+    assert result.exit_code == 0
+    rows = tsv(dups.read_text(encoding="utf-8"))
+    assert [(r["id"], r["duplicate_of"], r["duplicate_of_run"]) for r in rows] == [
+        (f"{day2}:1", f"{day1}:1", "monday"),
+        (f"{day2}:2", f"{day1}:4", "monday"),
+    ]
+    groups = tsv(result.stdout)
+    assert [(g["status"], g["id"]) for g in groups] == [
+        ("kept", f"{day1}:1"),
+        ("duplicate", f"{day2}:1"),
+        ("kept", f"{day1}:4"),
+        ("duplicate", f"{day2}:2"),
+    ]
+    assert "4 documents: 2 unique, 2 duplicates in 2 groups" in result.stderr
+    assert f"index {index}: 6 fingerprints from earlier runs, 2 added by run 'tuesday'" in result.stderr
+    assert snapshot(read_index(index))[2] == ["monday"] * 6 + ["tuesday"] * 2
+
+
+def test_duplicates_within_one_run_name_that_run(index: Path, tmp_path: Path) -> None:
+    new = texts(1, seed=3)[0]
+    lines = write_lines(tmp_path / "day2.txt", [new, new.upper()])
+    result = run("scan", str(lines), "--index", str(index), "--run-name", "tuesday", "--duplicates", "-")
+    assert result.exit_code == 0
+    assert [json.loads(line)["duplicate_of_run"] for line in result.stdout.splitlines()] == ["tuesday"]
+
+
+def test_without_index_the_duplicates_report_has_no_run_field(day2: Path) -> None:
+    result = run("scan", str(day2), "--duplicates", "-")
+    assert "duplicate_of_run" not in result.stdout
+
+
+def test_filter_drops_documents_kept_by_earlier_runs(index: Path, day2: Path) -> None:
+    result = run("filter", str(day2), "--index", str(index), "-q")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == DAY2[2:]
+    assert result.stderr == ""
+    assert len(read_index(index)) == 8
+
+
+def test_without_a_run_name_the_run_is_named_by_its_start_time(tmp_path: Path, day1: Path) -> None:
+    path = tmp_path / "x.sdx"
+    run("filter", str(day1), "--index", str(path), "-q")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", read_index(path).runs[0]["name"])
+
+
+def test_a_finished_runs_index_holds_every_document_it_reported_unique(index: Path, tmp_path: Path) -> None:
+    lines = write_lines(tmp_path / "many.txt", texts(300, seed=4) + DAY1[:2])
+    report = tmp_path / "report.jsonl"
+    assert run("scan", str(lines), "--index", str(index), "--report", str(report)).exit_code == 0
+    records = [json.loads(line) for line in report.read_text().splitlines()]
+    unique = {(r["id"], r["fingerprint"]) for r in records if r["status"] == "unique"}
+    stored = read_index(index)
+    stored_pairs = {(i, f"{fp:016x}") for i, fp in zip(stored.ids(), stored.fingerprints.tolist())}
+    assert len(unique) == 300 and unique <= stored_pairs
+    assert len(stored) == 306
+
+
+def test_the_summary_json_names_the_index_and_what_was_added(index: Path, day2: Path, tmp_path: Path) -> None:
+    summary = tmp_path / "summary.json"
+    run("scan", str(day2), "--index", str(index), "--run-name", "tue", "--summary-json", str(summary), "-q")
+    record = json.loads(summary.read_text())
+    assert record["index"] == {"path": str(index), "run": "tue", "loaded": 6, "saved": 8}
+
+
+# ---------------------------------------------------------------- refused before any work
+
+
+def one_line_error(result: Result) -> str:
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return lines[0]
+
+
+def test_other_settings_are_refused_naming_the_setting(index: Path, day2: Path, tmp_path: Path) -> None:
+    before = index.read_bytes()
+    unique = tmp_path / "unique.txt"
+    result = run("scan", str(day2), "--index", str(index), "--tokenizer", "words", "--unique", str(unique))
+    assert "tokenizer is 'auto' there, 'words' in this run" in one_line_error(result)
+    assert index.read_bytes() == before
+    assert not unique.exists()
+
+
+def test_a_corrupt_index_is_refused_and_left_alone(index: Path, day2: Path, tmp_path: Path) -> None:
+    damaged = index.read_bytes()[:-5]
+    index.write_bytes(damaged)
+    unique = tmp_path / "unique.txt"
+    result = run("filter", str(day2), "--index", str(index), "--duplicates", str(unique))
+    assert "index file is corrupt (truncated" in one_line_error(result)
+    assert index.read_bytes() == damaged
+    assert not unique.exists()
+
+
+def test_an_altered_index_is_a_checksum_mismatch(index: Path, day2: Path) -> None:
+    data = bytearray(index.read_bytes())
+    data[-20] ^= 0xFF
+    index.write_bytes(bytes(data))
+    assert "checksum mismatch" in one_line_error(run("scan", str(day2), "--index", str(index)))
+
+
+def test_a_newer_format_asks_for_an_upgrade(index: Path, day2: Path) -> None:
+    data = bytearray(index.read_bytes())
+    data[8] = 99
+    index.write_bytes(bytes(data))
+    line = one_line_error(run("scan", str(day2), "--index", str(index)))
+    assert "index format version 99 is newer than this simdedup reads" in line
+
+
+def test_a_file_that_is_not_an_index_is_refused(day1: Path, day2: Path) -> None:
+    line = one_line_error(run("scan", str(day2), "--index", str(day1)))
+    assert line == f"Error: {day1}: not a simdedup index file"
+
+
+def test_a_missing_directory_is_refused(day2: Path, tmp_path: Path) -> None:
+    line = one_line_error(run("scan", str(day2), "--index", str(tmp_path / "nope" / "x.sdx")))
+    assert "no such directory" in line
+
+
+def without_root_powers() -> list[str]:
+    """A command prefix under which the mode bits of a directory apply: root may write
+    anywhere, so as root simdedup runs without the capability to override them."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv to drop CAP_DAC_OVERRIDE")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+def test_an_unwritable_directory_is_refused_before_any_work(tmp_path: Path, day1: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    unique = tmp_path / "unique.txt"
+    command = [sys.executable, "-m", "simdedup", "scan", str(day1), "--index", str(ro / "x.sdx")]
+    try:
+        result = subprocess.run(
+            [*without_root_powers(), *command, "--unique", str(unique)], capture_output=True, text=True
+        )
+    finally:
+        ro.chmod(0o755)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == f"Error: cannot write index {ro / 'x.sdx'}: {ro}: Permission denied\n"
+    assert not unique.exists()
+
+
+# ---------------------------------------------------------------- index info, merge, query
+
+
+def test_index_info_starts_with_the_count_then_settings_size_times_and_buckets(index: Path) -> None:
+    result = run("index", "info", str(index))
+    assert result.exit_code == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0] == "fingerprints: 6"
+    assert lines[1].startswith("settings: tokenizer=auto ngram=3 shingle=1 weights=tf top_k=0")
+    jieba = jieba_record()["jieba_version"]
+    assert lines[2].startswith(
+        f"fingerprint: xxh3_64, spec version {FINGERPRINT_SPEC_VERSION}, jieba {jieba}"
+    )
+    assert lines[3].startswith(f"size: {index.stat().st_size:,} bytes")
+    assert re.fullmatch(r"created: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", lines[4])
+    assert lines[5].startswith("updated: ")
+    assert lines[6].startswith("runs: 1; last: 'monday'")
+    assert [line.split(":")[0] for line in lines[8:]] == [
+        "  bits 0-15",
+        "  bits 16-31",
+        "  bits 32-47",
+        "  bits 48-63",
+    ]
+
+
+def test_index_info_json_holds_the_same(index: Path) -> None:
+    info = json.loads(run("index", "info", str(index), "--json").stdout)
+    assert info["fingerprints"] == 6
+    assert info["settings"]["tokenizer"] == "auto" and info["fingerprint"]["hash"] == "xxh3_64"
+    assert info["size_bytes"] == index.stat().st_size
+    assert [r["name"] for r in info["runs"]] == ["monday"]
+    assert [b["bits"] for b in info["blocks"]] == [[0, 15], [16, 31], [32, 47], [48, 63]]
+    assert all(sum(x["rows"] for x in b["largest"]) <= 6 for b in info["blocks"])
+
+
+def test_index_info_of_a_damaged_file_fails(index: Path) -> None:
+    index.write_bytes(index.read_bytes()[:100])
+    assert "corrupt" in one_line_error(run("index", "info", str(index)))
+
+
+def test_index_merge_adds_each_shard_to_out(index: Path, tmp_path: Path) -> None:
+    shards = []
+    for i in range(2):
+        shards.append(tmp_path / f"shard{i}.sdx")
+        lines = write_lines(tmp_path / f"s{i}.txt", texts(3, seed=10 + i))
+        run("filter", str(lines), "--index", str(shards[-1]), "--run-name", f"shard {i}", "-q")
+    result = run("index", "merge", str(index), *map(str, shards), str(index))
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr == f"{index}: 12 fingerprints from 3 indexes\n"
+    merged = read_index(index)
+    assert snapshot(merged)[2] == ["monday"] * 6 + ["shard 0"] * 3 + ["shard 1"] * 3
+
+
+def test_index_merge_refuses_other_settings_and_leaves_out_alone(index: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.sdx"
+    run("filter", str(write_lines(tmp_path / "o.txt", texts(2, 5))), "--index", str(other), "--bits", "128")
+    before = index.read_bytes()
+    line = one_line_error(run("index", "merge", str(index), str(other)))
+    assert "other.sdx was made with other fingerprint settings: bits is 64 in" in line
+    assert index.read_bytes() == before
+
+
+def test_index_query_checks_documents_without_adding_them(index: Path, day1: Path, day2: Path) -> None:
+    before = index.read_bytes()
+    result = run("index", "query", str(index), str(day2))
+    assert result.exit_code == 0
+    rows = tsv(result.stdout)
+    assert [(r["status"], r["duplicate_of"], r["duplicate_of_run"]) for r in rows] == [
+        ("duplicate", f"{day1}:1", "monday"),
+        ("duplicate", f"{day1}:4", "monday"),
+        ("new", "", ""),
+        ("new", "", ""),
+    ]
+    assert "4 documents: 2 new, 2 duplicates of documents in" in result.stderr
+    assert index.read_bytes() == before
+    assert run("index", "query", str(index), str(day2), "--fail-on-duplicates", "-q").exit_code == 1
+
+
+def test_index_query_reads_stdin_and_writes_jsonl(index: Path) -> None:
+    result = run("index", "query", str(index), "-", "--format", "jsonl", input=DAY1[2] + "\n\n")
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["id"], r["status"], r["distance"]) for r in records] == [
+        ("-:1", "duplicate", 0),
+        ("-:2", "empty", None),
+    ]
+
+
+def test_index_query_refuses_other_settings(index: Path, day2: Path) -> None:
+    line = one_line_error(run("index", "query", str(index), str(day2), "-k", "5"))
+    assert "distance is 3 there, 5 in this run" in line
+
+
+# ---------------------------------------------------------------- real processes: locks and kill -9
+
+
+def simdedup(*args: str, **kwargs: object) -> subprocess.Popen[str]:
+    kwargs = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **kwargs}
+    return subprocess.Popen([sys.executable, "-m", "simdedup", *args], **kwargs)  # type: ignore[call-overload]
+
+
+def wait_until_locked(path: Path, process: subprocess.Popen[str], timeout: float = 20) -> None:
+    """Until another process holds the lock of `path` (it must be running with --wait)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        probe = FileLock(lock_path(path), timeout=0)
+        try:
+            probe.acquire()
+        except Timeout:
+            return
+        probe.release()
+        time.sleep(0.05)
+    raise AssertionError("the run never took the lock")
+
+
+def test_a_second_run_fails_at_once_while_the_first_holds_the_index(index: Path, day2: Path) -> None:
+    first = simdedup("filter", "-", "--index", str(index), "--wait", "30", stdin=subprocess.PIPE)
+    try:
+        wait_until_locked(index, first)
+        start = time.monotonic()
+        second = subprocess.run(
+            [sys.executable, "-m", "simdedup", "scan", str(day2), "--index", str(index)],
+            capture_output=True,
+            text=True,
+        )
+        assert time.monotonic() - start < 10
+        assert second.returncode == 2
+        assert second.stdout == ""
+        assert second.stderr == (
+            f"Error: {index} is in use by another simdedup run (lock {index}.lock held); "
+            "try again later, or wait for it with --wait SECONDS\n"
+        )
+        third = simdedup("scan", str(day2), "--index", str(index), "--wait", "30", "--duplicates", "-")
+        time.sleep(0.3)
+        assert third.poll() is None  # waiting for the first
+        out, _ = first.communicate(texts(1, seed=20)[0] + "\n", timeout=30)
+        assert first.returncode == 0 and out.strip() == texts(1, seed=20)[0]
+        out, err = third.communicate(timeout=30)
+        assert third.returncode == 0, err
+        assert len(out.splitlines()) == 2
+    finally:
+        for p in (first,):
+            if p.poll() is None:
+                p.kill()
+    assert len(read_index(index)) == 6 + 1 + 2
+
+
+#: Runs simdedup's CLI, pausing at a named point (PAUSE_AT) until killed; it says where it
+#: is by creating the file PAUSED.
+PAUSING = """
+import os, sys, time
+from simdedup import store
+from simdedup.cli import main
+
+def pause(point):
+    if os.environ["PAUSE_AT"] == point:
+        open(os.environ["PAUSED"], "w").close()
+        time.sleep(60)
+
+def after(point, f, nth=1):
+    calls = [0]
+    def wrapped(*args, **kwargs):
+        result = f(*args, **kwargs)
+        calls[0] += 1
+        if calls[0] == nth:
+            pause(point)
+        return result
+    return wrapped
+
+store._readinto_all = after("load", store._readinto_all)
+store.Deduplicator.decide_many = after("scan", store.Deduplicator.decide_many, nth=3)
+store._write_all = after("save", store._write_all, nth=3)
+store._fsync_directory = after("renamed", store._fsync_directory)
+sys.exit(main())
+"""
+
+
+def killed_at(point: str, index: Path, docs: Path, tmp_path: Path) -> None:
+    paused = tmp_path / f"paused-{point}"
+    env = {**os.environ, "PAUSE_AT": point, "PAUSED": str(paused)}
+    args = ["scan", str(docs), "--index", str(index), "-j", "1", "-q"]
+    process = subprocess.Popen(
+        [sys.executable, "-c", PAUSING, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 30
+    while not paused.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    assert process.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("point", ["load", "scan", "save"])
+def test_kill_9_while_loading_scanning_or_saving_leaves_the_previous_index(
+    point: str, index: Path, tmp_path: Path
+) -> None:
+    before = snapshot(read_index(index))
+    docs = write_lines(tmp_path / "docs.txt", texts(1200, seed=6))
+    killed_at(point, index, docs, tmp_path)
+    assert snapshot(read_index(index)) == before
+    # The kernel let go of the lock with the process; the next run cleans up and succeeds.
+    assert run("filter", str(docs), "--index", str(index), "-q").exit_code == 0
+    assert len(read_index(index)) == 6 + 1200
+    assert [p.name for p in tmp_path.glob(".seen.sdx.*")] == []
+
+
+def test_kill_9_after_the_rename_leaves_the_new_index(index: Path, tmp_path: Path) -> None:
+    docs = write_lines(tmp_path / "docs.txt", texts(50, seed=7))
+    killed_at("renamed", index, docs, tmp_path)
+    assert len(read_index(index)) == 6 + 50
+
+
+def test_kill_9_at_random_moments_always_leaves_a_whole_index(index: Path, tmp_path: Path) -> None:
+    """Each night adds its 3,000 documents or nothing: the index is never anything between.
+
+    The index starts with 300,000 random fingerprints, so that loading and saving take
+    a fair share of a run; kills land anywhere from start-up to the end."""
+    r = random.Random(8)
+    stored = read_index(index)
+    rng = np.random.default_rng(8)
+    stored.fingerprints = np.concatenate([stored.fingerprints, rng.integers(0, 2**64, 300_000, np.uint64)])
+    stored.id_bytes = np.concatenate([stored.id_bytes, np.frombuffer(b"old" * 300_000, np.uint8)])
+    stored.id_ends = np.concatenate(
+        [stored.id_ends, stored.id_ends[-1] + 3 * np.arange(1, 300_001, dtype=np.uint64)]
+    )
+    stored.run_rows = np.zeros(len(stored.fingerprints), np.uint32)
+    write_index(index, stored)
+    expected = read_index(index)
+    outcomes = []
+    for night in range(7):
+        docs = write_lines(tmp_path / f"night{night}.txt", texts(3000, seed=100 + night))
+        process = simdedup(
+            "scan", str(docs), "--index", str(index), "-j", "1", "-q", stdout=subprocess.DEVNULL
+        )
+        start = time.monotonic()
+        if night == 0:  # the first night runs to the end, to time a whole run
+            assert process.wait(timeout=60) == 0
+            whole = time.monotonic() - start
+        else:
+            time.sleep(r.uniform(0.0, whole))
+            process.send_signal(signal.SIGKILL)
+        process.communicate()
+        outcomes.append(process.returncode)
+        now, n = read_index(index), len(expected)
+        if len(now) != n:  # this night's run saved before it was killed (or finished)
+            assert len(now) == n + 3000
+            assert np.array_equal(now.fingerprints[:n], expected.fingerprints)
+            assert np.array_equal(now.id_ends[:n], expected.id_ends)
+            assert np.array_equal(now.id_bytes[: len(expected.id_bytes)], expected.id_bytes)
+            assert np.array_equal(now.run_rows[:n], expected.run_rows)
+            assert set(now.run_rows[n:].tolist()) == {len(now.runs) - 1}
+            expected = now
+        else:
+            assert same_rows(now, expected)
+    assert -signal.SIGKILL in outcomes  # at least one run was really killed
+    assert len(expected) == len(np.unique(expected.fingerprints))
+
+
+def same_rows(a: StoredIndex, b: StoredIndex) -> bool:
+    return (
+        all(
+            np.array_equal(getattr(a, name), getattr(b, name))
+            for name in ("fingerprints", "id_bytes", "id_ends", "run_rows")
+        )
+        and a.runs == b.runs
+    )
+
+
+# ---------------------------------------------------------------- the cron example
+
+
+def test_the_cron_example_dedups_each_night_against_the_ones_before(tmp_path: Path) -> None:
+    crawl = tmp_path / "crawl"
+    for day, lines in [("2024-11-21", DAY1), ("2024-11-22", DAY2)]:
+        folder = crawl / day
+        folder.mkdir(parents=True)
+        for i, text in enumerate(lines):
+            (folder / f"page{i}.txt").write_text(text, encoding="utf-8")
+    env = {**os.environ, "SIMDEDUP": f"{sys.executable} -m simdedup"}
+    script = ROOT / "examples" / "cron" / "nightly.sh"
+    for day in ("2024-11-21", "2024-11-22"):
+        result = subprocess.run(["sh", str(script), str(crawl), day], env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == "" and result.stderr == ""
+    log = (crawl / "simdedup.log").read_text().splitlines()
+    assert len(log) == 2
+    assert re.fullmatch(r"\S+Z 2024-11-21 exit 0: 6 documents: 6 unique, 0 duplicates in 0 groups.*", log[0])
+    assert re.fullmatch(r"\S+Z 2024-11-22 exit 0: 4 documents: 2 unique, 2 duplicates in 2 groups.*", log[1])
+    dups = tsv((crawl / "2024-11-22.duplicates.tsv").read_text())
+    assert {(d["id"].rsplit("/", 1)[1], d["duplicate_of_run"]) for d in dups} == {
+        ("page0.txt", "2024-11-21"),
+        ("page1.txt", "2024-11-21"),
+    }
+    assert len((crawl / "2024-11-22.unique.txt").read_text().splitlines()) == 2
+    assert json.loads((crawl / "2024-11-22.summary.json").read_text())["index"]["saved"] == 8
+    assert stat.S_ISREG((crawl / "index.sdx").stat().st_mode)

@@ -1,0 +1,176 @@
+"""--jobs: the same fingerprints and outputs, in the same order, for any number of
+processes; workers ignore Ctrl-C and never outlive the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdedup import Document, Settings
+from simdedup.cli import main
+from simdedup.dedup import batches
+from simdedup.parallel import default_jobs, fingerprint_batches
+
+texts = st.text(alphabet=st.sampled_from("ab cd Ça 中文 北京 .,\n"), max_size=40)
+
+
+def simdedup(*args: str) -> list[str]:
+    return [sys.executable, "-m", "simdedup", *args]
+
+
+@settings(max_examples=10, deadline=None)
+@given(docs=st.lists(texts, max_size=40), size=st.integers(1, 9))
+def test_two_jobs_give_one_jobs_fingerprints_in_order(docs: list[str], size: int) -> None:
+    documents = [Document(str(i), t, b"") for i, t in enumerate(docs)]
+
+    def run(jobs: int) -> list[tuple[list[str], list[int | None]]]:
+        out = fingerprint_batches(batches(documents, size), Settings(), jobs)
+        return [([d.id for d in batch], fps) for batch, fps in out]
+
+    assert run(2) == run(1)
+
+
+def test_given_features_and_texts_mix_in_one_batch() -> None:
+    docs = [Document("a", "one two", b""), Document("b", "", b"", {"x": 2.0}), Document("c", "北京", b"")]
+    [(_, one)] = fingerprint_batches([docs], Settings(), 1)
+    got = [fp for _, fps in fingerprint_batches([docs[:1], docs[1:2], docs[2:]], Settings(), 2) for fp in fps]
+    assert got == one and None not in one
+
+
+def test_default_jobs_is_the_cpus_this_process_may_use() -> None:
+    assert 1 <= default_jobs() <= (os.cpu_count() or 1)
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """Several batches of English, Chinese, mixed, empty and repeated lines."""
+    f = tmp_path / "corpus.jsonl"
+    rows = []
+    for i in range(1500):
+        text = [
+            f"document {i % 400} about the harbour, {i % 7} boats and {i % 13} gulls",
+            f"第{i % 300}号文件：今天早上菜市场里人很多 {i % 5}",
+            f"mixed {i % 200} 中文 and English, café {i % 3}",
+            "",
+        ][i % 4]
+        rows.append({"id": f"d{i}", "text": text})
+    f.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return f
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["scan", "--format", "jsonl"],
+        ["filter"],
+        ["fingerprint"],
+    ],
+)
+def test_jobs_1_and_2_write_the_same_bytes(corpus: Path, tmp_path: Path, command: list[str]) -> None:
+    outputs = {}
+    for jobs in (1, 2):
+        args = [*command, str(corpus), "--jobs", str(jobs)]
+        if command[0] != "fingerprint":
+            args += ["--report", str(tmp_path / f"report{jobs}.jsonl")]
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+        report = tmp_path / f"report{jobs}.jsonl"
+        outputs[jobs] = (result.stdout_bytes, report.read_bytes() if report.exists() else b"")
+    assert outputs[1] == outputs[2]
+    assert outputs[1][0]
+
+
+def children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def wait_for_workers(proc: subprocess.Popen[bytes], count: int) -> set[int]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        workers = children(proc.pid)
+        if len(workers) >= count:
+            return workers
+        time.sleep(0.05)
+    raise AssertionError("no workers started")
+
+
+@pytest.fixture
+def big(tmp_path: Path) -> Path:
+    f = tmp_path / "big.txt"
+    f.write_text("".join(f"line {i} with words {i % 977} and {i % 89}\n" for i in range(200_000)))
+    return f
+
+
+linux_only = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+
+
+@linux_only
+def test_a_closed_pipe_ends_quietly_and_takes_the_workers_along(big: Path) -> None:
+    proc = subprocess.Popen(
+        simdedup("fingerprint", str(big), "--jobs", "2"), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    workers = wait_for_workers(proc, 2)
+    proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=30) == 141
+    assert stderr == ""
+    assert not any(alive(w) for w in workers)
+
+
+@linux_only
+def test_ctrl_c_to_the_process_group_exits_130_without_worker_tracebacks(big: Path, tmp_path: Path) -> None:
+    report = tmp_path / "report.jsonl"
+    proc = subprocess.Popen(
+        simdedup("scan", str(big), "--jobs", "2", "--report", str(report)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, as a shell job would be
+    )
+    workers = wait_for_workers(proc, 2)
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert b"interrupted" in stderr and b"Traceback" not in stderr
+    decided = report.read_text().splitlines()
+    assert decided and all(json.loads(line)["id"] for line in decided)  # whole records only
+    time.sleep(0.2)
+    assert not any(alive(w) for w in workers)
+
+
+@linux_only
+def test_workers_die_when_the_parent_is_killed(big: Path) -> None:
+    proc = subprocess.Popen(
+        simdedup("fingerprint", str(big), "--jobs", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    workers = wait_for_workers(proc, 2)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while any(alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(w) for w in workers)

@@ -1,0 +1,398 @@
+"""The stored index file: what goes in comes out, and nothing half-read or made with other
+settings is ever loaded."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import struct
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from filelock import FileLock
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simdedup.dedup import Deduplicator, Ids
+from simdedup.read import Document
+from simdedup.settings import Settings
+from simdedup.status import (
+    ExitStatus,
+    IndexCorruptError,
+    IndexFileError,
+    IndexLockedError,
+    IndexSettingsError,
+)
+from simdedup.store import (
+    FORMAT_VERSION,
+    MAGIC,
+    IndexSession,
+    StoredIndex,
+    block_buckets,
+    block_values,
+    empty_index,
+    fingerprint_record,
+    index_lock,
+    lock_path,
+    merge_indexes,
+    read_header,
+    read_index,
+    write_index,
+)
+
+
+def make_index(fps: list[int], ids: list[str], run_rows: list[int], s: Settings | None = None) -> StoredIndex:
+    s = s or Settings()
+    index = empty_index(s)
+    words = s.bits // 64
+    mask = (1 << 64) - 1
+    if words == 1:
+        index.fingerprints = np.array(fps, dtype=np.uint64)
+    else:
+        index.fingerprints = np.array([[fp >> 64, fp & mask] for fp in fps], dtype=np.uint64).reshape(-1, 2)
+    packed = Ids()
+    packed.extend(ids)
+    index.id_bytes, index.id_ends = packed.to_arrays()
+    index.run_rows = np.array(run_rows, dtype=np.uint32)
+    runs = max(run_rows, default=-1) + 1
+    index.runs = [{"name": f"run {r}", "started": "s", "finished": "f", "added": 0} for r in range(runs)]
+    return index
+
+
+def same(a: StoredIndex, b: StoredIndex) -> bool:
+    return (
+        a.fingerprint == b.fingerprint
+        and np.array_equal(a.fingerprints, b.fingerprints)
+        and a.fingerprints.shape == b.fingerprints.shape
+        and list(a.ids()) == list(b.ids())
+        and np.array_equal(a.run_rows, b.run_rows)
+        and a.runs == b.runs
+        and (a.created, a.updated) == (b.created, b.updated)
+    )
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    path = tmp_path / "small.sdx"
+    write_index(path, make_index([1, 2**63 + 5, 0xFFFF], ["a", "béta", "文档"], [0, 0, 1]))
+    return path
+
+
+# ---------------------------------------------------------------- round trip
+
+
+@st.composite
+def stored_indexes(draw: st.DrawFn) -> StoredIndex:
+    bits = draw(st.sampled_from([64, 128]))
+    s = Settings(
+        bits=bits, distance=draw(st.integers(0, 8)), tokenizer=draw(st.sampled_from(["auto", "words"]))
+    )
+    n = draw(st.integers(0, 40))
+    fps = draw(st.lists(st.integers(0, 2**bits - 1), min_size=n, max_size=n))
+    ids = draw(st.lists(st.text(max_size=12), min_size=n, max_size=n))
+    runs = draw(st.integers(1, 4))
+    run_rows = draw(st.lists(st.integers(0, runs - 1), min_size=n, max_size=n))
+    index = make_index(fps, ids, run_rows, s)
+    index.runs = [{"name": draw(st.text(max_size=8)), "added": i} for i in range(runs)]
+    return index
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(index=stored_indexes())
+def test_writing_then_reading_gives_the_same_fingerprints_ids_runs_and_settings(
+    tmp_path: Path, index: StoredIndex
+) -> None:
+    path = tmp_path / "x.sdx"
+    write_index(path, index)
+    back = read_index(path)
+    assert same(back, index)
+    assert back.bits == index.bits
+    assert [back.run_name(r) for r in range(len(back))] == [index.run_name(r) for r in range(len(index))]
+
+
+def test_an_empty_index_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sdx"
+    write_index(path, empty_index(Settings(bits=128)))
+    back = read_index(path)
+    assert len(back) == 0 and back.fingerprints.shape == (0, 2)
+
+
+def test_the_file_is_magic_version_json_header_arrays_and_a_checksum(small: Path) -> None:
+    data = small.read_bytes()
+    magic, version, header_len = struct.unpack("<8sII", data[:16])
+    assert (magic, version) == (MAGIC, FORMAT_VERSION)
+    header = json.loads(data[16 : 16 + header_len])
+    assert header["count"] == 3
+    assert [a["name"] for a in header["arrays"]] == ["fingerprints", "id_ends", "run_rows", "id_bytes"]
+    start = 16 + header_len
+    assert np.frombuffer(data[start : start + 24], "<u8").tolist() == [1, 2**63 + 5, 0xFFFF]
+
+
+# ---------------------------------------------------------------- what fingerprints depend on
+
+
+def test_the_record_holds_every_settings_field_the_hash_jieba_and_the_spec_version() -> None:
+    record = fingerprint_record(Settings(tokenizer="words", top_k=7))
+    assert record["settings"] == {
+        f.name: getattr(Settings(tokenizer="words", top_k=7), f.name) for f in dataclasses.fields(Settings)
+    }
+    assert record["hash"] == "xxh3_64" and record["spec_version"] >= 1
+    assert record["jieba_version"] and len(record["jieba_dict_xxh3"]) == 16
+    assert "opencc_version" in record
+
+
+@dataclasses.dataclass(frozen=True)
+class LaterSettings(Settings):
+    """Settings as another engineer may extend them: a new field with a default."""
+
+    stemming: bool = False
+
+
+def test_a_settings_field_added_later_is_recorded_and_checked_by_the_store(tmp_path: Path) -> None:
+    assert fingerprint_record(LaterSettings())["settings"]["stemming"] is False
+    path = tmp_path / "x.sdx"
+    with IndexSession(path, LaterSettings(stemming=True)) as session:
+        session.preload(Deduplicator(Settings()))
+        session.save(Deduplicator(Settings()))
+    with pytest.raises(IndexSettingsError, match="stemming is True there, False in this run"):
+        IndexSession(path, LaterSettings()).__enter__()
+
+
+def test_a_file_older_than_a_settings_field_counts_as_its_default(tmp_path: Path) -> None:
+    path = tmp_path / "x.sdx"
+    index = make_index([5], ["a"], [0])
+    del index.fingerprint["settings"]["seed"]
+    write_index(path, index)
+    with IndexSession(path, Settings()) as session:
+        assert session.loaded == 1
+    with pytest.raises(IndexSettingsError, match="seed is 0 there, 9 in this run"):
+        IndexSession(path, Settings(seed=9)).__enter__()
+
+
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        ({"tokenizer": "words"}, "tokenizer is 'auto' there, 'words' in this run"),
+        ({"bits": 128}, "bits is 64 there, 128 in this run"),
+        ({"distance": 4}, "distance is 3 there, 4 in this run"),
+        ({"weights": "tfidf", "shingle": 2}, "shingle is 1 there, 2 in this run; weights is 'tf' there"),
+    ],
+)
+def test_other_settings_are_refused_naming_each_difference(small: Path, change: dict, named: str) -> None:
+    with pytest.raises(IndexSettingsError, match=named) as e:
+        IndexSession(small, Settings(**change)).__enter__()
+    assert e.value.exit_status == ExitStatus.USAGE
+    assert "\n" not in str(e.value)
+
+
+def test_another_jieba_dictionary_is_refused(tmp_path: Path) -> None:
+    index = make_index([5], ["a"], [0])
+    index.fingerprint["jieba_dict_xxh3"] = "0" * 16
+    write_index(tmp_path / "x.sdx", index)
+    with pytest.raises(
+        IndexSettingsError, match="jieba's dictionary \\(checksum\\) is '0000000000000000' there"
+    ):
+        IndexSession(tmp_path / "x.sdx", Settings()).__enter__()
+
+
+# ---------------------------------------------------------------- damaged and foreign files
+
+
+def test_every_truncation_is_detected_and_nothing_is_loaded(small: Path, tmp_path: Path) -> None:
+    data = small.read_bytes()
+    cut = tmp_path / "cut.sdx"
+    for size in range(1, len(data)):
+        cut.write_bytes(data[:size])
+        with pytest.raises(IndexCorruptError, match="corrupt"):
+            read_index(cut)
+
+
+def test_every_altered_byte_is_detected(small: Path, tmp_path: Path) -> None:
+    data = small.read_bytes()
+    altered = tmp_path / "altered.sdx"
+    for i in range(len(data)):
+        flipped = bytearray(data)
+        flipped[i] ^= 0x20
+        altered.write_bytes(bytes(flipped))
+        with pytest.raises(IndexFileError):
+            read_index(altered)
+
+
+def test_an_altered_fingerprint_is_a_checksum_mismatch(small: Path) -> None:
+    data = bytearray(small.read_bytes())
+    header_len = struct.unpack("<I", data[12:16])[0]
+    data[16 + header_len] ^= 1
+    small.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptError, match="checksum mismatch"):
+        read_index(small)
+
+
+def test_a_newer_format_version_asks_for_an_upgrade(small: Path) -> None:
+    data = bytearray(small.read_bytes())
+    data[8:12] = struct.pack("<I", FORMAT_VERSION + 1)
+    small.write_bytes(bytes(data))
+    with pytest.raises(
+        IndexFileError, match=f"format version {FORMAT_VERSION + 1} is newer .* upgrade simdedup"
+    ):
+        read_index(small)
+
+
+@pytest.mark.parametrize("content", [b"", b"id\ttext\n", b"\x89PNG\r\n\x1a\n" + b"\0" * 100])
+def test_a_file_that_is_not_an_index_says_so(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    with pytest.raises(IndexFileError, match="not a simdedup index file"):
+        read_index(path)
+
+
+def test_a_missing_file_or_a_directory_is_named(tmp_path: Path) -> None:
+    with pytest.raises(IndexFileError, match="no such index file"):
+        read_index(tmp_path / "nope.sdx")
+    with pytest.raises(IndexFileError, match="is a directory"):
+        read_index(tmp_path)
+
+
+def test_read_header_checks_the_size_without_reading_the_arrays(small: Path) -> None:
+    header, size = read_header(small)
+    assert size == small.stat().st_size and header["count"] == 3
+    small.write_bytes(small.read_bytes()[:-1])
+    with pytest.raises(IndexCorruptError, match="truncated"):
+        read_header(small)
+
+
+# ---------------------------------------------------------------- atomic replacement
+
+
+def test_a_failed_save_leaves_the_previous_file_and_no_temporary_file(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = small.read_bytes()
+
+    def full_disk(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(IndexFileError, match="No space left on device; the previous index is unchanged"):
+        write_index(small, make_index([7], ["x"], [0]))
+    assert small.read_bytes() == before
+    assert sorted(p.name for p in small.parent.iterdir()) == ["small.sdx"]
+
+
+def test_saving_keeps_the_files_permissions(small: Path) -> None:
+    small.chmod(0o640)
+    write_index(small, make_index([7], ["x"], [0]))
+    assert small.stat().st_mode & 0o777 == 0o640
+
+
+def test_leftovers_of_killed_saves_are_removed_under_the_lock(small: Path) -> None:
+    stale = small.parent / ".small.sdx.abc123.tmp"
+    stale.write_bytes(b"half")
+    with index_lock(small):
+        pass
+    assert not stale.exists()
+
+
+# ---------------------------------------------------------------- locking
+
+
+def test_a_held_lock_fails_at_once_without_wait(small: Path) -> None:
+    with FileLock(lock_path(small)):
+        start = time.monotonic()
+        with pytest.raises(IndexLockedError, match="in use by another simdedup run") as e, index_lock(small):
+            pass
+        assert time.monotonic() - start < 1
+    assert e.value.exit_status == ExitStatus.USAGE
+
+
+def test_wait_waits_for_the_lock_before_giving_up(small: Path) -> None:
+    with FileLock(lock_path(small)):
+        start = time.monotonic()
+        with pytest.raises(IndexLockedError, match="after waiting 0.3 s"), index_lock(small, wait=0.3):
+            pass
+        assert time.monotonic() - start >= 0.3
+    with index_lock(small, wait=0.3):
+        pass
+
+
+def test_a_missing_directory_is_refused_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(IndexFileError, match="no such directory"), index_lock(tmp_path / "nope" / "x.sdx"):
+        pass
+
+
+# ---------------------------------------------------------------- a run against the file
+
+
+def docs(*texts: str) -> list[Document]:
+    return [Document(f"d{i}-{t[:8]}", t, b"") for i, t in enumerate(texts)]
+
+
+A = "the harbour was quiet that morning with fishing boats tied up along the stone wall"
+B = "our library card now works at every branch in the county and members can borrow"
+C = "a sourdough starter needs flour water and patience and a warm corner of the kitchen"
+
+
+def test_a_session_preloads_the_stored_rows_and_saves_this_runs_kept_ones(tmp_path: Path) -> None:
+    path = tmp_path / "x.sdx"
+    with IndexSession(path, Settings(), run_name="monday") as session:
+        dd = Deduplicator(Settings())
+        session.preload(dd)
+        assert [d.status for d in dd.process(docs(A, B))] == ["unique", "unique"]
+        session.save(dd)
+    with IndexSession(path, Settings(), run_name="tuesday") as session:
+        dd = Deduplicator(Settings())
+        session.preload(dd)
+        assert session.loaded == 2
+        decisions = dd.process(docs(A.upper(), C))
+        assert [d.status for d in decisions] == ["duplicate", "unique"]
+        assert decisions[0].duplicate_of == "d0-the harb" and session.run_of(decisions[0].row) == "monday"
+        assert session.run_of(decisions[1].row) == "tuesday"
+        session.save(dd)
+    stored = read_index(path)
+    assert list(stored.ids()) == ["d0-the harb", "d1-our libr", "d1-a sourdo"]
+    assert [stored.run_name(r) for r in range(3)] == ["monday", "monday", "tuesday"]
+    assert [(r["name"], r["added"]) for r in stored.runs] == [("monday", 2), ("tuesday", 1)]
+    assert stored.created == stored.runs[0]["started"]
+
+
+def test_merge_concatenates_rows_and_runs(tmp_path: Path) -> None:
+    a = make_index([1, 2], ["a1", "a2"], [0, 1])
+    b = make_index([3], ["b1"], [0])
+    merged = merge_indexes([("a", a), ("b", b)])
+    assert merged.fingerprints.tolist() == [1, 2, 3]
+    assert list(merged.ids()) == ["a1", "a2", "b1"]
+    assert merged.run_rows.tolist() == [0, 1, 2]
+    assert len(merged.runs) == 3
+
+
+def test_merge_refuses_other_settings(tmp_path: Path) -> None:
+    a = make_index([1], ["a"], [0])
+    b = make_index([2], ["b"], [0], Settings(tokenizer="chars"))
+    with pytest.raises(IndexSettingsError, match="b was made with other fingerprint settings: tokenizer"):
+        merge_indexes([("a", a), ("b", b)])
+
+
+# ---------------------------------------------------------------- block buckets
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    bits=st.sampled_from([64, 128]),
+    distance=st.integers(0, 6),
+    fps=st.lists(st.integers(0, 2**128 - 1), min_size=1, max_size=30),
+)
+def test_block_buckets_count_what_brute_force_counts(bits: int, distance: int, fps: list[int]) -> None:
+    fps = [fp % (1 << bits) for fp in fps]
+    array = make_index(
+        fps, [""] * len(fps), [0] * len(fps), Settings(bits=bits, distance=distance)
+    ).fingerprints
+    for b in block_buckets(array, bits, distance, top=2):
+        values = [(fp >> b.start) & ((1 << b.width) - 1) for fp in fps]
+        if b.width <= 64:
+            assert block_values(array, b.start, b.width).tolist() == values
+        counts = sorted(((values.count(v), v) for v in set(values)), key=lambda cv: (-cv[0], cv[1]))
+        assert b.distinct == len(set(values))
+        assert [n for _, n in b.largest] == [n for n, _ in counts[:2]]
+        assert all(values.count(v) == n for v, n in b.largest)

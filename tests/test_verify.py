@@ -1,0 +1,109 @@
+"""--verify: a fingerprint match is a duplicate only when the texts' shingles agree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from simdedup import Document, Settings, dedup
+from simdedup.cli import main
+from simdedup.dedup import Deduplicator
+from simdedup.verify import VerifyingDeduplicator, deduplicator, jaccard, shingle_hashes
+
+WORDS = "the quick brown fox jumps over the lazy dog near the river bank today"
+# The same bag of words in another order: the same word-TF fingerprint, no common 3-shingle.
+SHUFFLED = " ".join(reversed(WORDS.split()))
+EDITED = WORDS.replace("today", "again")
+
+
+def docs(*texts: str) -> list[Document]:
+    return [Document(str(i), t, b"") for i, t in enumerate(texts)]
+
+
+def test_shingles_are_word_3_shingles_after_normalization() -> None:
+    assert len(shingle_hashes("A b, C d")) == 2
+    assert np.array_equal(shingle_hashes("A b, C d"), shingle_hashes("a  B c\nD!"))
+
+
+def test_chinese_shingles_are_character_3_grams_across_scripts() -> None:
+    assert len(shingle_hashes("我们的软件")) == 3
+    assert np.array_equal(shingle_hashes("我們的軟體"), shingle_hashes("我们的软件"))
+
+
+def test_jaccard_of_hash_sets() -> None:
+    a, b = shingle_hashes("a b c d e"), shingle_hashes("a b c d f")
+    assert jaccard(a, b) == pytest.approx(2 / 4)
+    assert jaccard(a, a) == 1.0
+
+
+def test_a_match_with_other_text_is_not_a_duplicate_when_verified() -> None:
+    plain = [d.status for d in dedup(docs(WORDS, SHUFFLED))]
+    verified = [d.status for d in dedup(docs(WORDS, SHUFFLED), deduplicator=VerifyingDeduplicator())]
+    assert plain == ["unique", "duplicate"]
+    assert verified == ["unique", "unique"]
+
+
+def test_a_verified_near_duplicate_is_still_a_duplicate() -> None:
+    dd = VerifyingDeduplicator(Settings(distance=16), min_jaccard=0.8)
+    decisions = dd.process(docs(WORDS, EDITED))  # 11 of 12 shingles shared
+    assert [d.status for d in decisions] == ["unique", "duplicate"]
+    assert decisions[1].duplicate_of == "0"
+
+
+def test_the_most_similar_kept_document_wins() -> None:
+    other = WORDS.replace("lazy dog", "sleepy dog")
+    dd = VerifyingDeduplicator(Settings(distance=16), min_jaccard=0.3)
+    decisions = dd.process(docs(other, SHUFFLED + " x", WORDS.replace("bank", "side")))
+    # the third document is far nearer in text to the first than to the shuffled one
+    assert decisions[2].status == "duplicate" and decisions[2].duplicate_of == "0"
+
+
+def test_preloaded_rows_without_shingles_are_matched_on_the_fingerprint() -> None:
+    dd = VerifyingDeduplicator()
+    [fp] = Deduplicator().process(docs(WORDS))[0:1]
+    dd.extend([fp.fingerprint], ["stored"])
+    decision = dd.process(docs(SHUFFLED))[0]
+    assert decision.status == "duplicate" and decision.duplicate_of == "stored"
+
+
+def test_shingle_memory_is_counted() -> None:
+    dd = VerifyingDeduplicator()
+    dd.process(docs(WORDS, "something else entirely here"))
+    assert dd.shingle_bytes() >= 8 * (len(shingle_hashes(WORDS)) + 2)
+
+
+def test_deduplicator_verifies_only_when_asked() -> None:
+    assert type(deduplicator(Settings())) is Deduplicator
+    assert isinstance(deduplicator(Settings(), 0.8), VerifyingDeduplicator)
+    with pytest.raises(ValueError):
+        VerifyingDeduplicator(min_jaccard=0.0)
+
+
+def test_cli_verify_keeps_reordered_words_apart() -> None:
+    text = f"{WORDS}\n{SHUFFLED}\n"
+    runner = CliRunner()
+    plain = runner.invoke(main, ["filter", "-q", "-"], input=text)
+    verified = runner.invoke(main, ["filter", "-q", "--verify", "0.8", "-"], input=text)
+    assert plain.exit_code == 0 and plain.stdout == f"{WORDS}\n"
+    assert verified.exit_code == 0 and verified.stdout == text
+    assert verified.stderr == ""
+
+
+def test_cli_verify_must_be_a_similarity() -> None:
+    result = CliRunner().invoke(main, ["scan", "--verify", "1.5", "-"], input="a\n")
+    assert result.exit_code == 2 and "--verify" in result.stderr
+
+
+def test_decisions_do_not_depend_on_the_batch_size() -> None:
+    texts = [WORDS, SHUFFLED, EDITED, WORDS + " again", SHUFFLED, "", "other words here", EDITED]
+    settings = Settings(distance=8)
+    by_batch = {
+        size: [
+            (d.status, d.duplicate_of)
+            for d in dedup(docs(*texts), deduplicator=VerifyingDeduplicator(settings), batch_size=size)
+        ]
+        for size in (1, 3, 256)
+    }
+    assert by_batch[1] == by_batch[3] == by_batch[256]
+    assert by_batch[1][1] == ("unique", None) and by_batch[1][4] == ("duplicate", "1")
