@@ -2,7 +2,7 @@
 
 Real text piles fingerprints into a few block values (frequent words make bits agree);
 this measures how much, on the real English and Chinese documents that
-benchmarks/defaults.py reads from this machine, with the default settings, and how the
+benchmarks/realtext.py reads from this machine, with the default settings, and how the
 index copes (sub-tables, depth, all-pairs time against as many random fingerprints).
 
 Run: .venv/bin/python benchmarks/buckets.py        (about half a minute)
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from defaults import chinese_sources, english_sources, pick  # noqa: E402
+from realtext import chinese_sources, english_sources, pick  # noqa: E402
 
 from simdedup import BlockIndex, Settings, fingerprint_texts, near_pairs  # noqa: E402
 

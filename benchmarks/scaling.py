@@ -264,3 +264,23 @@ def write_english_file(path: str, count: int | None, seed: int, max_bytes: int |
                 if written == count or (max_bytes is not None and size >= max_bytes):
                     return written
     return written
+
+
+# ---------------------------------------------------------------- the machine's free cores
+
+_BUSY = "import time\nt = time.process_time()\nx = 0\nfor i in range({n}): x += i\n"
+
+
+def parallel_capacity(loops: int = 10_000_000) -> float:
+    """Throughput of two CPU-bound processes at once over one alone: 2.0 on two idle
+    cores, less when other jobs share the machine. The ceiling for --jobs 2 right now."""
+    code = _BUSY.format(n=loops)
+    one = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    one = time.perf_counter() - one
+    two = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+    for p in procs:
+        p.wait()
+    two = time.perf_counter() - two
+    return 2 * one / two

@@ -18,6 +18,7 @@ from .fingerprint import (
     format_fingerprint,
 )
 from .index import BlockIndex, near_pairs
+from .parallel import fingerprint_batches
 from .read import Document, Problem, ReadOptions, read_documents
 from .settings import FINGERPRINT_SPEC_VERSION, Settings, block_layout
 from .status import ExitStatus, SettingsError, SimdedupError
@@ -44,6 +45,7 @@ __all__ = [
     "distance",
     "extract",
     "fingerprint_batch",
+    "fingerprint_batches",
     "fingerprint_documents",
     "fingerprint_texts",
     "fingerprints_from_sums",

@@ -19,6 +19,10 @@ from typing import IO, Any
 import click
 
 from . import __version__
+from .calibrate import LabelledPair
+from .calibrate import best as best_scores
+from .calibrate import calibrate as calibrate_pairs
+from .calibrate import presets as calibration_presets
 from .dedup import BATCH_SIZE, Decision, Deduplicator, batches
 from .features import extract
 from .fingerprint import FeatureHasher, fingerprint_batch, format_fingerprint
@@ -397,6 +401,27 @@ def _record_writers(
 # ---------------------------------------------------------------- the dedup run
 
 
+class _GroupCount:
+    """How many groups there are, without their members: one bit per kept row, so that
+    `filter` holds nothing per duplicate while it streams."""
+
+    def __init__(self) -> None:
+        self._rows = bytearray()
+        self._count = 0
+
+    def add(self, decision: Decision) -> None:
+        if decision.status == "duplicate" and decision.row is not None:
+            byte, bit = divmod(decision.row, 8)
+            if byte >= len(self._rows):
+                self._rows.extend(bytes(byte + 1 - len(self._rows) + 4096))
+            if not self._rows[byte] >> bit & 1:
+                self._rows[byte] |= 1 << bit
+                self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+
 def _decisions(docs: Iterator[Document], dd: Deduplicator, jobs: int) -> Iterator[Decision]:
     """read -> batches -> fingerprints (a process pool when jobs > 1) -> keep-first
     decisions, in input order. Closing this closes the pool."""
@@ -414,10 +439,12 @@ def _run(
     writers: list[Any],
     dd: Deduplicator,
     jobs: int = 1,
+    keep_groups: bool = True,
 ) -> tuple[Summary, Groups, bool]:
     """Read, fingerprint (in `jobs` processes), decide and write; returns the summary,
-    the groups, and whether the run was interrupted."""
-    summary, groups = Summary(), Groups()
+    the groups (only counted, without keep_groups), and whether the run was interrupted."""
+    summary = Summary()
+    groups: Any = Groups() if keep_groups else _GroupCount()
 
     def on_problem(p: Problem) -> None:
         if p.severity == "error":
@@ -649,7 +676,7 @@ def filter_(source: str | None, **kw: Any) -> None:
         writers += _record_writers(outputs, kw, dd, session)
         summary_json = outputs.open(kw["summary_json"], "--summary-json")
         summary, _, interrupted = _run(
-            sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"]
+            sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"], keep_groups=False
         )
         stdout.flush()
         if session is not None:
@@ -808,6 +835,84 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         ]
         click.echo("\n".join(lines))
     sys.exit(ExitStatus.OK if near else ExitStatus.FOUND)
+
+
+@main.command(name="calibrate")
+@click.argument("pairs_path", metavar="PAIRS", type=click.Path(allow_dash=True))
+@fingerprint_options
+@click.option("--a-field", default="a", show_default=True, help="JSONL field with the first text.")
+@click.option("--b-field", default="b", show_default=True, help="JSONL field with the second text.")
+@click.option(
+    "--label-field", default="duplicate", show_default=True, help="JSONL field: true for a duplicate pair."
+)
+@click.option(
+    "--max-distance",
+    type=click.IntRange(0, MAX_DISTANCE),
+    default=10,
+    show_default=True,
+    help="Score distances 0 to this.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON record per preset and distance.")
+def calibrate_command(
+    pairs_path: str, a_field: str, b_field: str, label_field: str, max_distance: int, as_json: bool, **kw: Any
+) -> None:
+    """Score labelled pairs: precision, recall and F1 for each distance and preset.
+
+    PAIRS is JSONL ('-': stdin), one labelled pair a line, such as
+    {"a": "first text", "b": "second text", "duplicate": true}. The presets are the
+    fingerprint options given (or the defaults), the same with --verify 0.8, and a few
+    variations of them. '*' marks each preset's best distance by F1.
+
+    \b
+    Examples:
+      simdedup calibrate pairs.jsonl
+      simdedup calibrate pairs.jsonl --max-distance 8 --json
+    """
+    settings = _settings(kw)
+    pairs: list[LabelledPair] = []
+    status = ExitStatus.OK
+    with click.open_file(pairs_path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                a, b, label = record[a_field], record[b_field], record[label_field]
+                if not isinstance(a, str) or not isinstance(b, str) or label not in (True, False, 0, 1):
+                    raise ValueError(f"{a_field!r}, {b_field!r} must be text, {label_field!r} true or false")
+            except (ValueError, KeyError, TypeError) as e:
+                what = (
+                    f"missing field {e}"
+                    if isinstance(e, KeyError)
+                    else f"not JSON: {e}"
+                    if isinstance(e, json.JSONDecodeError)
+                    else str(e)
+                )
+                click.echo(f"{pairs_path}:{n}: error: {what}", err=True)
+                status = ExitStatus.INPUT_ERRORS
+                continue
+            pairs.append(LabelledPair(a, b, bool(label)))
+    if not pairs:
+        raise CliError(f"{pairs_path}: no labelled pairs in it", ExitStatus.INPUT_ERRORS)
+    scores = calibrate_pairs(pairs, calibration_presets(settings), range(max_distance + 1))
+    top = best_scores(scores)
+    if as_json:
+        for s in scores:
+            record = {"preset": s.preset, "distance": s.distance, "tp": s.tp, "fp": s.fp, "fn": s.fn}
+            record.update(precision=round(s.precision, 6), recall=round(s.recall, 6), f1=round(s.f1, 6))
+            click.echo(json.dumps({**record, "best": top[s.preset] == s}))
+    else:
+        positives = sum(p.duplicate for p in pairs)
+        click.echo(f"{len(pairs)} pairs, {positives} labelled duplicate")
+        width = max(len(s.preset) for s in scores)
+        click.echo(f"{'preset':<{width}}  k  precision  recall     f1     tp     fp     fn")
+        for s in scores:
+            mark = "*" if top[s.preset] == s else " "
+            click.echo(
+                f"{s.preset:<{width}} {s.distance:2d}{mark}   {s.precision:.3f}   {s.recall:.3f}  {s.f1:.3f}"
+                f"  {s.tp:5d}  {s.fp:5d}  {s.fn:5d}"
+            )
+    sys.exit(status)
 
 
 # ---------------------------------------------------------------- the stored index

@@ -1,8 +1,9 @@
 """Stage 2: turn a document's text into weighted features.
 
-Normalize (NFKC, case folding), split into tokens (Unicode words, jieba words for
-Chinese, or character n-grams), optionally join word shingles, and weigh them.
-Pure functions of (text, Settings): no I/O beyond jieba's own dictionaries, no printing.
+Normalize (NFKC, case folding, traditional to simplified Chinese), split into tokens
+(Unicode words, jieba words for Chinese, or character n-grams), optionally join word
+shingles, and weigh them. Pure functions of (text, Settings): no I/O beyond jieba's and
+opencc's own dictionaries, no printing.
 """
 
 from __future__ import annotations

@@ -263,16 +263,20 @@ def occurrence_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int 
     if not len(present):
         return fps
     first = np.cumsum(counts) - counts
-    lanes = np.empty((len(hashes), 8), dtype=np.uint64)
-    for j, shift in enumerate(_LANE_SHIFTS):
-        np.bitwise_and(hashes >> shift, _LANE_MASK, out=lanes[:, j])
     # Pieces of at most _LANE_MAX tokens, each within one document, in token order.
     c = counts[present]
     pieces = (c + _LANE_MAX - 1) // _LANE_MAX
     piece_doc = np.repeat(np.arange(len(present)), pieces)
     piece_no = np.arange(len(piece_doc)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
     piece_starts = first[present][piece_doc] + _LANE_MAX * piece_no
-    sums = np.add.reduceat(lanes, piece_starts, axis=0).view(np.uint8).reshape(-1, 8, 8)
+    # One lane at a time: 8 bytes of scratch per token, however long the documents.
+    sums = np.empty((len(piece_starts), 8), dtype=np.uint64)
+    lane = np.empty_like(hashes)
+    for j, shift in enumerate(_LANE_SHIFTS):
+        np.right_shift(hashes, shift, out=lane)
+        lane &= _LANE_MASK
+        sums[:, j] = np.add.reduceat(lane, piece_starts)
+    sums = sums.view(np.uint8).reshape(-1, 8, 8)
     if len(piece_doc) == len(present):
         ones = sums.astype(np.int64)
     else:

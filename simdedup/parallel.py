@@ -11,16 +11,21 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
+import time
+import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, wait
 from itertools import chain
+from multiprocessing.connection import Connection
+from typing import Any
 
 from .fingerprint import FeatureHasher, HashFunc, fingerprint_batch, text_batch_fingerprints
 from .read import Document
 from .settings import Settings
+from .status import WorkerError
 
 #: Batches a worker may have waiting beside the one it works on: enough to keep every
 #: worker busy while the parent reads and decides, few enough that memory stays flat.
@@ -78,29 +83,93 @@ def fingerprint_batches(
     second = next(it, None)
     if second is None:
         return
-    pool = _pool(settings, jobs)
-    pending: deque[tuple[Sequence[Document], Future[list[int | None]]]] = deque()
+    workers = _Workers(settings, jobs)
+    pending: deque[tuple[Sequence[Document], Connection]] = deque()
     try:
         try:
-            for batch in chain((second,), it):
-                pending.append((batch, pool.submit(_fingerprint_in_worker, _work(batch))))
-                while pending and (len(pending) >= jobs * QUEUED_PER_JOB or pending[0][1].done()):
-                    done, future = pending.popleft()
-                    yield done, future.result()
+            for n, batch in enumerate(chain((second,), it)):
+                conn = workers.conns[n % jobs]  # round robin: each worker answers in order
+                workers.send(conn, _work(batch))
+                pending.append((batch, conn))
+                while pending and (len(pending) >= jobs * QUEUED_PER_JOB or pending[0][1].poll()):
+                    done, conn = pending.popleft()
+                    yield done, workers.receive(conn)
         except KeyboardInterrupt:
-            # Futures ignore the interrupt (workers do too); hand back what is out, then stop.
-            finished, _ = wait([f for _, f in pending], timeout=DRAIN_SECONDS)
-            while pending and pending[0][1] in finished:
-                done, future = pending.popleft()
-                yield done, future.result()
+            # Workers ignore the interrupt; hand back what they finish in time, then stop.
+            workers.clean = False
+            deadline = time.monotonic() + DRAIN_SECONDS
+            while pending and pending[0][1].poll(max(0.0, deadline - time.monotonic())):
+                done, conn = pending.popleft()
+                yield done, workers.receive(conn)
             raise
         while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
+            done, conn = pending.popleft()
+            yield done, workers.receive(conn)
+    except BaseException:
+        workers.clean = False
+        raise
     finally:
-        for _, future in pending:
-            future.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
+        workers.close()
+
+
+class _Workers:
+    """`jobs` forked processes, each fed whole batches over a pipe of its own. No
+    threads in the parent (a process pool's feeder and manager threads cost it about
+    twice the CPU per batch): the parent writes a batch, and reads each worker's answers
+    in the order it sent them."""
+
+    def __init__(self, settings: Settings, jobs: int) -> None:
+        # fork: workers start at once, with the parent's modules (and jieba's
+        # dictionary, once loaded) already in memory; elsewhere the platform's default.
+        context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+        self.conns: list[Connection] = []
+        self.procs: list[Any] = []
+        #: every message sent whole and every answer read: workers can be told to stop
+        self.clean = True
+        for _ in range(jobs):
+            mine, theirs = context.Pipe()
+            proc = context.Process(target=_worker_main, args=(theirs, settings, os.getpid()), daemon=True)
+            proc.start()
+            theirs.close()
+            self.conns.append(mine)
+            self.procs.append(proc)
+
+    def send(self, conn: Connection, work: Work) -> None:
+        try:
+            conn.send_bytes(pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError as e:  # BrokenPipeError, ConnectionResetError: the worker is gone
+            raise _died() from e
+
+    def receive(self, conn: Connection) -> list[int | None]:
+        try:
+            ok, answer = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError) as e:
+            raise _died() from e
+        if not ok:
+            raise RuntimeError(f"a fingerprinting worker failed:\n{answer}")
+        return answer  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Stop every worker: an empty message when the pipes are in step, else SIGTERM."""
+        if self.clean:
+            for conn in self.conns:
+                with contextlib.suppress(OSError):
+                    conn.send_bytes(b"")
+        for proc in self.procs:
+            if self.clean:
+                proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+        for conn in self.conns:
+            conn.close()
+
+
+def _died() -> WorkerError:
+    return WorkerError(
+        "a fingerprinting worker process died (killed, or out of memory?); "
+        "--jobs 1 fingerprints without workers"
+    )
 
 
 def _work(docs: Sequence[Document]) -> Work:
@@ -124,28 +193,25 @@ def _fingerprint_work(work: Work, settings: Settings, hasher: HashFunc) -> list[
 
 # ---------------------------------------------------------------- the worker side
 
-_worker_settings: Settings | None = None
-_worker_hasher: FeatureHasher | None = None
 
-
-def _pool(settings: Settings, jobs: int) -> ProcessPoolExecutor:
-    # fork: workers start at once, with the parent's modules (and jieba's dictionary,
-    # once loaded) already in memory; elsewhere, the platform's default.
-    method = "fork" if sys.platform == "linux" else None
-    return ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=multiprocessing.get_context(method),
-        initializer=_start_worker,
-        initargs=(settings, os.getpid()),
-    )
-
-
-def _start_worker(settings: Settings, parent: int) -> None:
-    global _worker_settings, _worker_hasher
+def _worker_main(conn: Connection, settings: Settings, parent: int) -> None:
+    """Fingerprint each batch that arrives and answer (True, fingerprints), or (False,
+    the traceback) on a bug; stop at an empty message or when the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     _die_with_parent(parent)
-    _worker_settings = settings
-    _worker_hasher = FeatureHasher(settings.bits, settings.seed)
+    hasher = FeatureHasher(settings.bits, settings.seed)
+    while True:
+        try:
+            message = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        if not message:
+            return
+        try:
+            answer: tuple[bool, object] = (True, _fingerprint_work(pickle.loads(message), settings, hasher))
+        except Exception:
+            answer = (False, traceback.format_exc())
+        conn.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _die_with_parent(parent: int) -> None:
@@ -161,8 +227,3 @@ def _die_with_parent(parent: int) -> None:
         libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
-
-
-def _fingerprint_in_worker(work: Work) -> list[int | None]:
-    assert _worker_settings is not None and _worker_hasher is not None
-    return _fingerprint_work(work, _worker_settings, _worker_hasher)

@@ -51,3 +51,7 @@ class IndexSettingsError(IndexFileError):
 
 class IndexCorruptError(IndexFileError):
     """The stored index is truncated or altered (its checksum does not match)."""
+
+
+class WorkerError(SimdedupError):
+    """A --jobs worker process died (killed, or out of memory): its batch is lost."""

@@ -131,11 +131,13 @@ class VerifyingDeduplicator(Deduplicator):
                     row = kept.get(-1 - row, -1)
                     if row < 0:
                         continue
-                theirs = self.shingles_of(row)
-                if mine is None or theirs is None:
+                if mine is None or not self._has[row]:
                     key = (1, 0.0, d, row)  # unverifiable: after every verified candidate
                 else:
-                    sim = jaccard(mine, theirs)
+                    size = self._ends[row] - (self._ends[row - 1] if row else 0)
+                    if min(size, len(mine)) < self.min_jaccard * max(size, len(mine)):
+                        continue  # Jaccard <= smaller / larger: it cannot reach min_jaccard
+                    sim = jaccard(mine, self.shingles_of(row))  # type: ignore[arg-type]
                     if sim < self.min_jaccard:
                         continue
                     key = (0, -sim, d, row)

@@ -174,3 +174,15 @@ def test_workers_die_when_the_parent_is_killed(big: Path) -> None:
     while any(alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(alive(w) for w in workers)
+
+
+@linux_only
+def test_a_worker_that_dies_is_an_error_not_a_traceback_or_a_hang(big: Path) -> None:
+    proc = subprocess.Popen(
+        simdedup("fingerprint", str(big), "--jobs", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    workers = wait_for_workers(proc, 2)
+    os.kill(min(workers), signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert b"worker process died" in stderr and b"Traceback" not in stderr

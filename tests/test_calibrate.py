@@ -1,0 +1,82 @@
+"""calibrate: precision, recall and F1 per distance and preset on labelled pairs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from simdedup import Settings
+from simdedup.calibrate import LabelledPair, Score, best, calibrate, presets
+from simdedup.cli import main
+
+TEXT = "the harbour walk starts at the old ferry terminal and follows the sea wall to the lighthouse"
+PAIRS = [
+    LabelledPair(TEXT, TEXT.replace("old", "new"), True),
+    LabelledPair(TEXT, TEXT + "!", True),
+    LabelledPair(TEXT, "a recipe for sourdough bread with a rye starter and plenty of patience", False),
+    LabelledPair(TEXT, " ".join(reversed(TEXT.split())), False),
+]
+
+
+def test_scores_count_pairs_within_the_distance() -> None:
+    scores = calibrate(PAIRS, {"default": (Settings(), None)}, range(17))
+    at16 = scores[16]
+    assert at16.distance == 16 and at16.tp == 2
+    assert at16.fp >= 1  # reversed word order has the same word fingerprint
+    at0 = scores[0]
+    assert at0.tp >= 1 and at0.fn == 2 - at0.tp
+
+
+def test_verification_removes_pairs_whose_shingles_differ() -> None:
+    [plain, verified] = (calibrate(PAIRS, {"x": (Settings(), v)}, [16])[0] for v in (None, 0.8))
+    assert verified.fp < plain.fp and verified.fp == 0
+
+
+def test_score_arithmetic() -> None:
+    s = Score("p", 3, tp=3, fp=1, fn=3)
+    assert (s.precision, s.recall) == (0.75, 0.5) and abs(s.f1 - 0.6) < 1e-12
+    assert Score("p", 0, 0, 0, 0).f1 == 1.0
+
+
+def test_best_prefers_higher_f1_then_smaller_distance() -> None:
+    scores = [Score("p", 2, 1, 0, 1), Score("p", 3, 2, 0, 0), Score("p", 4, 2, 0, 0)]
+    assert best(scores)["p"].distance == 3
+
+
+def test_presets_start_from_the_given_settings() -> None:
+    got = presets(Settings(distance=5, weights="binary"))
+    assert got["settings"] == (Settings(distance=5, weights="binary"), None)
+    assert got["settings + verify 0.8"][1] == 0.8
+    assert got["--no-fold"][0].fold is False
+
+
+def test_cli_prints_a_table_and_names_bad_lines(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.jsonl"
+    lines = [json.dumps({"a": p.a, "b": p.b, "duplicate": p.duplicate}) for p in PAIRS]
+    path.write_text("\n".join([*lines, "not json", '{"a": "x"}']) + "\n")
+    result = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "4"])
+    assert result.exit_code == 3
+    assert result.stdout.startswith("4 pairs, 2 labelled duplicate\n")
+    rows = [line for line in result.stdout.splitlines() if line.startswith("settings ")]
+    assert len(rows) == 2 * 5  # settings, and settings + verify 0.8, at k = 0..4
+    assert f"{path}:5: error: not JSON" in result.stderr
+    assert f"{path}:6: error: missing field 'b'" in result.stderr
+
+
+def test_cli_json_marks_the_best_distance(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps({"a": p.a, "b": p.b, "duplicate": p.duplicate}) + "\n" for p in PAIRS))
+    result = CliRunner().invoke(main, ["calibrate", str(path), "--json", "--max-distance", "3"])
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 0 and result.stderr == ""
+    assert len(records) == 6 * 4
+    assert sum(r["best"] for r in records if r["preset"] == "settings") == 1
+
+
+def test_cli_refuses_a_file_without_pairs(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n")
+    result = CliRunner().invoke(main, ["calibrate", str(path)])
+    assert result.exit_code == 3 and "no labelled pairs" in result.stderr
