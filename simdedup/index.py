@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -19,6 +20,8 @@ from .settings import index_layout
 #: Rows added since the last run was built are searched by brute force; at this many
 #: they become a run of their own.
 BUFFER_ROWS = 1024
+#: Runs of at least this many rows sort their tables two at a time, in threads.
+PARALLEL_BUILD_ROWS = 1 << 20
 #: A bucket with more rows than this is compared as a dense matrix in all-pairs jobs.
 HOT_BUCKET = 64
 #: Rows of a hot bucket compared with the rest at once (bounds the matrix's memory).
@@ -193,15 +196,24 @@ class _Run:
         values = layout.block_values(words[start:end])
         local = np.arange(size, dtype=np.uint64)
         bucket_starts = np.arange(n_buckets + 1, dtype=np.uint64) << np.uint64(32)
-        for t in range(tables):
-            packed = (
-                layout.key_hash(values, t) >> np.uint64(64 - self.p) if self.p else np.zeros(size, np.uint64)
-            )
+
+        def build(t: int) -> None:
+            if self.p:
+                packed = layout.key_hash(values, t) >> np.uint64(64 - self.p)
+            else:
+                packed = np.zeros(size, np.uint64)
             packed <<= np.uint64(32)
             packed |= local
             packed.sort()
             self.order[t * size : (t + 1) * size] = packed.astype(np.uint32)  # the low 32 bits
             self.offsets[t] = np.searchsorted(packed, bucket_starts)
+
+        if size < PARALLEL_BUILD_ROWS:
+            for t in range(tables):
+                build(t)
+        else:  # numpy sorts without the GIL: two tables at a time use two cores
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                list(pool.map(build, range(tables)))
 
     def __len__(self) -> int:
         return self.end - self.start

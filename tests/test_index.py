@@ -181,3 +181,17 @@ def test_a_stored_fingerprint_costs_under_64_bytes_at_distance_3() -> None:
     stats = index.stats()
     assert stats.fingerprints == 100_000
     assert stats.nbytes / stats.fingerprints < 64
+
+
+def test_tables_built_in_threads_equal_tables_built_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    import simdedup.index as index_module
+
+    fps = np.random.default_rng(9).integers(0, 2**64, size=5000, dtype=np.uint64)
+    in_turn = BlockIndex(64, 3, buffer_rows=5000)
+    in_turn.add_many(fps)
+    monkeypatch.setattr(index_module, "PARALLEL_BUILD_ROWS", 0)
+    threaded = BlockIndex(64, 3, buffer_rows=5000)
+    threaded.add_many(fps)
+    threaded._check()
+    assert np.array_equal(threaded._runs[0].order, in_turn._runs[0].order)
+    assert np.array_equal(threaded._runs[0].offsets, in_turn._runs[0].offsets)
