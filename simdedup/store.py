@@ -28,6 +28,7 @@ import numpy as np
 import xxhash
 
 from .dedup import Deduplicator, Ids
+from .features import SCRIPT_FOLD
 from .settings import FINGERPRINT_SPEC_VERSION, Settings, block_layout
 from .status import (
     IndexCorruptError,
@@ -127,6 +128,7 @@ def fingerprint_record(settings: Settings) -> dict[str, Any]:
         **jieba_record(),
         # Settings.fold converts traditional Chinese with OpenCC's tables, which ship with it.
         "opencc_version": _package_version("opencc"),
+        "opencc_config": SCRIPT_FOLD,
     }
 
 
@@ -137,6 +139,7 @@ _RECORD_NAMES = {
     "jieba_dict_xxh3": "jieba's dictionary (checksum)",
     "jieba_idf_xxh3": "jieba's IDF table (checksum)",
     "opencc_version": "the OpenCC version",
+    "opencc_config": "the OpenCC configuration that folds scripts",
 }
 
 
