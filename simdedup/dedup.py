@@ -147,27 +147,39 @@ class Deduplicator:
             return decisions
         bits, k = self.settings.bits, self.index.distance
         words = fingerprint_array([fps[i] for i in present], bits)
-        stored_rows, stored_ds = (a.tolist() for a in self.index.nearest_many(words))
+        stored_rows, stored_ds = self.index.nearest_many(words)
+        kept = stored_rows < 0
+        # A document with an earlier near one in this batch depends on whether that one
+        # was kept; those few are walked in order, everything else is decided above.
+        # Ties between a stored row and a batch row go to the stored (earlier) one.
+        target = np.full(len(present), -1, dtype=np.int64)  # batch position duplicated
+        target_d = np.zeros(len(present), dtype=np.int64)
         earlier: dict[int, list[tuple[int, int]]] = {}
         for i, j, d in zip(*(a.tolist() for a in near_pair_arrays(words, bits, k))):
             earlier.setdefault(j, []).append((i, d))
-        base = len(self.index)
-        kept: dict[int, int] = {}  # position in `present` -> row it is kept as
-        for pos, i in enumerate(present):
-            best = (stored_ds[pos], stored_rows[pos]) if stored_rows[pos] >= 0 else None
-            for other, d in earlier.get(pos, ()):
-                row = kept.get(other)
-                if row is not None and (best is None or (d, row) < best):
-                    best = (d, row)
+        for j in sorted(earlier):
+            best = (int(stored_ds[j]), 0, int(stored_rows[j])) if stored_rows[j] >= 0 else None
+            for i, d in earlier[j]:
+                if kept[i] and (best is None or (d, 1, i) < best):
+                    best = (d, 1, i)
+            if best is not None and best[1] == 1:
+                kept[j] = False
+                target[j], target_d[j] = best[2], best[0]
+        new_rows = len(self.index) + np.cumsum(kept) - 1
+        for pos in np.flatnonzero(kept).tolist():
+            self.ids.append(docs[present[pos]].id)
+        for pos, (i, is_kept, srow, sd, t) in enumerate(
+            zip(present, kept.tolist(), stored_rows.tolist(), stored_ds.tolist(), target.tolist())
+        ):
             doc, fp = docs[i], fps[i]
-            if best is None:
-                kept[pos] = base + len(kept)
-                self.ids.append(doc.id)
-                decisions[i] = Decision(doc, fp, "unique", kept[pos])
+            if is_kept:
+                decisions[i] = Decision(doc, fp, "unique", int(new_rows[pos]))
+            elif t >= 0:
+                row = int(new_rows[t])
+                decisions[i] = Decision(doc, fp, "duplicate", row, docs[present[t]].id, int(target_d[pos]))
             else:
-                d, row = best
-                decisions[i] = Decision(doc, fp, "duplicate", row, self.ids[row], d)
-        self.index.add_many(words[list(kept)])
+                decisions[i] = Decision(doc, fp, "duplicate", srow, self.ids[srow], sd)
+        self.index.add_many(words[kept])
         return decisions
 
     def process(self, docs: Sequence[Document]) -> list[Decision]:

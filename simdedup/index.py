@@ -183,10 +183,14 @@ class _Run:
 
     __slots__ = ("start", "end", "p", "order", "offsets")
 
-    def __init__(self, layout: Layout, words: np.ndarray, start: int, end: int) -> None:
+    def __init__(self, layout: Layout, words: np.ndarray, start: int, end: int, sparse: bool = False) -> None:
         size = end - start
         self.start, self.end = start, end
-        self.p = max(0, size.bit_length() - 3)
+        # Big runs hold most rows: ~4-8 rows a bucket keeps their offsets under a byte a
+        # row per table. A run of under a sixteenth of the rows gets ~1-2 rows a bucket
+        # (2-4 bytes a row per table, under ~4 bytes a stored row in all), so a query
+        # meets fewer candidates in it.
+        self.p = max(0, size.bit_length() - (1 if sparse else 3))
         tables, n_buckets = len(layout.keys), 1 << self.p
         # Table t's rows are order[t * size:(t + 1) * size]; its bucket b is offsets[t, b]
         # to offsets[t, b + 1] in there. One table at a time keeps the peak memory to a
@@ -402,12 +406,17 @@ class BlockIndex:
         self._words[start:end] = words
         self._n = end
         if end - self._buffer_start >= self._buffer_rows:
-            self._runs.append(_Run(self.layout, self._words, self._buffer_start, end))
+            self._runs.append(self._run(self._buffer_start, end))
             while len(self._runs) >= 2 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
                 top = self._runs.pop()
                 below = self._runs.pop()
-                self._runs.append(_Run(self.layout, self._words, below.start, top.end))
+                self._runs.append(self._run(below.start, top.end))
         return range(start, end)
+
+    def _run(self, start: int, end: int) -> _Run:
+        # Runs of under a sixteenth of the rows get sparse buckets (see _Run): together
+        # they hold under an eighth of the rows, so they add under 4 bytes a row.
+        return _Run(self.layout, self._words, start, end, sparse=(end - start) * 16 <= self._n)
 
     @property
     def _buffer_start(self) -> int:
@@ -445,17 +454,16 @@ class BlockIndex:
             if below is None or run.start < below.max(initial=0):
                 yield run.search(self.layout, self._words, queries, hashes, k, below)
         start = self._buffer_start
-        if start < self._n:
+        if start < self._n:  # the buffer: every query against every row, as a matrix
             buffered = self._words[start : self._n]
-            m, b = len(queries), len(buffered)
-            q = np.repeat(np.arange(m), b)
-            rows = np.tile(np.arange(start, self._n), m)
+            d = np.bitwise_count(queries[:, None, 0] ^ buffered[None, :, 0])
+            for w in range(1, buffered.shape[1]):
+                d += np.bitwise_count(queries[:, None, w] ^ buffered[None, :, w])
+            near = d <= k
             if below is not None:
-                keep = np.flatnonzero(rows < below[q])
-                q, rows = q[keep], rows[keep]
-            d = _distances(buffered[rows - start], queries[q])
-            hit = d <= k
-            yield q[hit], rows[hit], d[hit].astype(np.int64)
+                near &= np.arange(start, self._n)[None, :] < below[:, None]
+            q, col = np.nonzero(near)
+            yield q.astype(np.int64), col.astype(np.int64) + start, d[q, col].astype(np.int64)
 
     def nearest_many(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each query, the nearest stored row within the index's distance (ties: the
@@ -543,7 +551,8 @@ def near_pairs(fps: Sequence[int], bits: int = 64, distance: int = 3) -> list[tu
     return list(zip(i.tolist(), j.tolist(), d.tolist()))
 
 
-#: Up to this many fingerprints, near_pair_arrays compares every pair (cheaper than tables).
+#: Up to this many fingerprints, near_pair_arrays compares every pair (measured: cheaper
+#: than building tables up to ~500).
 BRUTE_FORCE_PAIRS = 512
 
 
@@ -560,10 +569,11 @@ def near_pair_arrays(
     compared; beyond, a BlockIndex finds them."""
     if len(fps) <= brute_force and layout is None:
         words = _words(fps, bits)
-        i, j = np.triu_indices(len(words), 1)
-        d = _distances(words[i], words[j])
-        hit = np.flatnonzero(d <= distance)
-        return i[hit].astype(np.int64), j[hit].astype(np.int64), d[hit].astype(np.int64)
+        d = np.bitwise_count(words[:, None, 0] ^ words[None, :, 0])
+        for w in range(1, words.shape[1]):
+            d += np.bitwise_count(words[:, None, w] ^ words[None, :, w])
+        i, j = np.nonzero(np.triu(d <= distance, 1))
+        return i.astype(np.int64), j.astype(np.int64), d[i, j].astype(np.int64)
     index = BlockIndex(bits, distance, buffer_rows=max(1, len(fps)), layout=layout)
     index.add_many(fps)
     if not index._runs:

@@ -127,8 +127,13 @@ linux_only = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="re
 
 @linux_only
 def test_a_closed_pipe_ends_quietly_and_takes_the_workers_along(big: Path) -> None:
+    # Workers start once the first batch (1,024 lines) is written: with short ids it fits
+    # in the pipe's buffer, which nobody reads until they have started.
     proc = subprocess.Popen(
-        simdedup("fingerprint", str(big), "--jobs", "2"), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        simdedup("fingerprint", big.name, "--jobs", "2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=big.parent,
     )
     assert proc.stdout is not None and proc.stderr is not None
     workers = wait_for_workers(proc, 2)
