@@ -399,7 +399,7 @@ def after(point, f, nth=1):
     return wrapped
 
 store._readinto_all = after("load", store._readinto_all)
-store.Deduplicator.decide_many = after("scan", store.Deduplicator.decide_many, nth=3)
+store.Deduplicator.decide_many = after("scan", store.Deduplicator.decide_many, nth=2)
 store._write_all = after("save", store._write_all, nth=3)
 store._fsync_directory = after("renamed", store._fsync_directory)
 sys.exit(main())
