@@ -48,6 +48,8 @@ def normalize(text: str, fold: bool = True) -> str:
     """Unicode NFKC (full-width to half-width, ligatures, ...), case folding, and for
     text with Han characters: whitespace between two of them removed and, with `fold`,
     traditional Chinese folded to simplified (opencc SCRIPT_FOLD)."""
+    if text.isascii():  # O(1) in CPython: NFKC changes nothing and there is no Han
+        return text.casefold()
     text = unicodedata.normalize("NFKC", text).casefold()
     if not _HAN.search(text):
         return text
