@@ -16,8 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from .features import extract
-from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, fingerprint_batch
+from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, fingerprint_work
 from .index import BlockIndex, fingerprint_array, near_pair_arrays
 from .read import Document
 from .settings import Settings
@@ -50,8 +49,9 @@ def fingerprint_documents(
     """Fingerprints of a batch of documents (None for empty ones). Pure: a document's
     fingerprint does not depend on the batch, so batches can go to any worker."""
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
-    batch = [doc.features if doc.features is not None else extract(doc.text, settings) for doc in docs]
-    return fingerprint_batch(batch, settings.bits, hashfunc)
+    return fingerprint_work(
+        [doc.text if doc.features is None else doc.features for doc in docs], settings, hashfunc
+    )
 
 
 class Ids(Sequence[str]):

@@ -15,7 +15,7 @@ from itertools import islice
 import numpy as np
 import xxhash
 
-from .features import ascii_word_spans, features_of_normalized, normalized, tokens_of_normalized
+from .features import Features, ascii_word_spans, features_of_normalized, normalized, tokens_of_normalized
 from .settings import Settings
 from .xxh3 import hash_spans
 
@@ -299,3 +299,21 @@ def distance(a: int, b: int) -> int:
 def format_fingerprint(fp: int, bits: int = 64) -> str:
     """Unsigned, zero-padded lowercase hex: 16 digits for 64 bits, 32 for 128."""
     return f"{fp:0{bits // 4}x}"
+
+
+def fingerprint_work(
+    work: Sequence[str | Features], settings: Settings, hasher: HashFunc
+) -> list[int | None]:
+    """Fingerprints of a batch of texts (through text_batch_fingerprints) or ready
+    features (through fingerprint_batch), in order; None for empty ones."""
+    texts = [i for i, w in enumerate(work) if isinstance(w, str)]
+    if len(texts) == len(work):
+        return text_batch_fingerprints(work, settings, hasher)  # type: ignore[arg-type]
+    fps: list[int | None] = [None] * len(work)
+    given = [i for i, w in enumerate(work) if not isinstance(w, str)]
+    for i, fp in zip(given, fingerprint_batch([work[i] for i in given], settings.bits, hasher)):  # type: ignore[misc]
+        fps[i] = fp
+    if texts:
+        for i, fp in zip(texts, text_batch_fingerprints([work[i] for i in texts], settings, hasher)):  # type: ignore[misc]
+            fps[i] = fp
+    return fps

@@ -22,7 +22,7 @@ from itertools import chain
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .fingerprint import FeatureHasher, HashFunc, fingerprint_batch, text_batch_fingerprints
+from .fingerprint import FeatureHasher, HashFunc, fingerprint_work
 from .read import Document
 from .settings import Settings
 from .status import WorkerError
@@ -51,7 +51,7 @@ def batch_fingerprints(
     docs: Sequence[Document], settings: Settings, hashfunc: HashFunc | None = None
 ) -> list[int | None]:
     """Fingerprints of one batch of documents (None for empty ones), in one process."""
-    return _fingerprint_work(_work(docs), settings, hashfunc or FeatureHasher(settings.bits, settings.seed))
+    return fingerprint_work(_work(docs), settings, hashfunc or FeatureHasher(settings.bits, settings.seed))
 
 
 def fingerprint_batches(
@@ -176,21 +176,6 @@ def _work(docs: Sequence[Document]) -> Work:
     return [doc.text if doc.features is None else doc.features for doc in docs]
 
 
-def _fingerprint_work(work: Work, settings: Settings, hasher: HashFunc) -> list[int | None]:
-    """Texts through the batch text path, given features through fingerprint_batch."""
-    texts = [i for i, w in enumerate(work) if isinstance(w, str)]
-    if len(texts) == len(work):
-        return text_batch_fingerprints(work, settings, hasher)  # type: ignore[arg-type]
-    fps: list[int | None] = [None] * len(work)
-    given = [i for i, w in enumerate(work) if not isinstance(w, str)]
-    for i, fp in zip(given, fingerprint_batch([work[i] for i in given], settings.bits, hasher)):  # type: ignore[misc]
-        fps[i] = fp
-    if texts:
-        for i, fp in zip(texts, text_batch_fingerprints([work[i] for i in texts], settings, hasher)):  # type: ignore[misc]
-            fps[i] = fp
-    return fps
-
-
 # ---------------------------------------------------------------- the worker side
 
 
@@ -208,7 +193,7 @@ def _worker_main(conn: Connection, settings: Settings, parent: int) -> None:
         if not message:
             return
         try:
-            answer: tuple[bool, object] = (True, _fingerprint_work(pickle.loads(message), settings, hasher))
+            answer: tuple[bool, object] = (True, fingerprint_work(pickle.loads(message), settings, hasher))
         except Exception:
             answer = (False, traceback.format_exc())
         conn.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
