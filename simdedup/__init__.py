@@ -6,6 +6,7 @@ batches, look them up in an exact block index, and decide what duplicates what.
 
 from __future__ import annotations
 
+from .calibrate import calibrate
 from .dedup import Decision, Deduplicator, dedup, fingerprint_documents
 from .features import extract, normalize, tokenize
 from .fingerprint import (
@@ -22,6 +23,8 @@ from .parallel import fingerprint_batches
 from .read import Document, Problem, ReadOptions, read_documents
 from .settings import FINGERPRINT_SPEC_VERSION, Settings, block_layout
 from .status import ExitStatus, SettingsError, SimdedupError
+from .store import read_index, write_index
+from .verify import VerifyingDeduplicator
 
 __version__ = "0.1.0"
 
@@ -38,8 +41,10 @@ __all__ = [
     "Settings",
     "SettingsError",
     "SimdedupError",
+    "VerifyingDeduplicator",
     "__version__",
     "block_layout",
+    "calibrate",
     "column_sums",
     "dedup",
     "distance",
@@ -53,5 +58,7 @@ __all__ = [
     "near_pairs",
     "normalize",
     "read_documents",
+    "read_index",
     "tokenize",
+    "write_index",
 ]
