@@ -155,7 +155,7 @@ class Pybind:
 def run_pybind(path: str) -> Pybind:
     """simhash-pybind on every line of `path`, with xxh3_64 and with its own md5 hash."""
     if not PYBIND_PATH.exists():
-        return Pybind({}, f"{PYBIND_PATH} is missing (make install puts it there)")
+        return Pybind({}, f"{PYBIND_PATH} is missing (make bench puts it there)")
     env = {**os.environ, "PYTHONPATH": str(PYBIND_PATH)}
     runs = {}
     for name in ("xxh3", "md5"):
