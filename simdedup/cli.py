@@ -427,6 +427,28 @@ class _GroupCount:
         return self._count
 
 
+class _Problems:
+    """Counts the input errors a command reports as they are read."""
+
+    def __init__(self, messages: Messages) -> None:
+        self.messages, self.errors = messages, 0
+
+    def __call__(self, p: Problem) -> None:
+        self.errors += p.severity == "error"
+        self.messages.problem(p)
+
+
+def _fingerprinted(
+    paths: tuple[str, ...], settings: Settings, kw: dict[str, Any], messages: Messages
+) -> tuple[Iterator[tuple[list[Document], list[int | None]]], _Problems]:
+    """read -> batches -> fingerprints (in kw["jobs"] processes), for the commands that
+    only fingerprint; close the iterator to stop the workers."""
+    sources = _sources(paths)
+    problems = _Problems(messages)
+    docs = read_documents(sources, _read_options(kw), problems, _binary(sys.stdin))
+    return fingerprint_batches(batches(docs, _batch_size(sources)), settings, kw["jobs"]), problems
+
+
 def _batch_size(sources: list[str]) -> int:
     # A batch is decided once it is full: from a pipe, smaller batches keep the output
     # flowing while the input trickles in.
@@ -715,20 +737,11 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
     Example:
       simdedup fingerprint corpus/ | sort > fingerprints.tsv
     """
-    settings, read_options = _settings(kw), _read_options(kw)
+    settings = _settings(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
-    errors = 0
-
-    def on_problem(p: Problem) -> None:
-        nonlocal errors
-        errors += p.severity == "error"
-        messages.problem(p)
-
     stream = _binary(sys.stdout)
     out = RecordWriter(stream, "jsonl", ()) if fmt == "jsonl" else None
-    sources = _sources(paths)
-    docs = read_documents(sources, read_options, on_problem, _binary(sys.stdin))
-    fingerprinted = fingerprint_batches(batches(docs, _batch_size(sources)), settings, kw["jobs"])
+    fingerprinted, problems = _fingerprinted(paths, settings, kw, messages)
     try:
         with contextlib.closing(fingerprinted):
             for batch, fps in fingerprinted:
@@ -742,7 +755,7 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
         stream.flush()
         sys.exit(ExitStatus.INTERRUPTED)
     stream.flush()
-    sys.exit(ExitStatus.INPUT_ERRORS if errors else ExitStatus.OK)
+    sys.exit(ExitStatus.INPUT_ERRORS if problems.errors else ExitStatus.OK)
 
 
 def _read_whole(path: str) -> Document:
@@ -1079,24 +1092,15 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
     Example:
       simdedup index query crawl.sdx today.jsonl --format jsonl
     """
-    settings, read_options = _settings(kw), _read_options(kw)
+    settings = _settings(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
     stored = read_index(path)
     check_settings(path, stored.fingerprint, settings)
     dd = stored.deduplicator(settings)
     counts = {"new": 0, "duplicate": 0, "empty": 0}
-    errors = 0
-
-    def on_problem(p: Problem) -> None:
-        nonlocal errors
-        errors += p.severity == "error"
-        messages.problem(p)
-
     stream = _binary(sys.stdout)
     out = RecordWriter(stream, fmt, () if fmt == "jsonl" else QUERY_COLUMNS)
-    sources = _sources(sources)
-    docs = read_documents(sources, read_options, on_problem, _binary(sys.stdin))
-    fingerprinted = fingerprint_batches(batches(docs, _batch_size(sources)), settings, kw["jobs"])
+    fingerprinted, problems = _fingerprinted(sources, settings, kw, messages)
     try:
         with contextlib.closing(fingerprinted):
             for batch, fps in fingerprinted:
@@ -1125,8 +1129,8 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
     total = sum(counts.values())
     messages.info(
         f"{total:,} documents: {counts['new']:,} new, {counts['duplicate']:,} duplicates of documents "
-        f"in {path} ({len(stored):,} fingerprints), {counts['empty']:,} empty, {errors:,} errors"
+        f"in {path} ({len(stored):,} fingerprints), {counts['empty']:,} empty, {problems.errors:,} errors"
     )
-    if errors:
+    if problems.errors:
         sys.exit(ExitStatus.INPUT_ERRORS)
     sys.exit(ExitStatus.FOUND if kw["fail_on_duplicates"] and counts["duplicate"] else ExitStatus.OK)
