@@ -76,6 +76,11 @@ class Ids(Sequence[str]):
         self._ends.append(len(self._blob))
 
     def extend(self, ids: Iterable[str]) -> None:
+        if isinstance(ids, Ids):  # packed already: join the buffers
+            base = len(self._blob)
+            self._blob += ids._blob
+            self._ends.frombytes((np.frombuffer(ids._ends, np.uint64) + np.uint64(base)).tobytes())
+            return
         for doc_id in ids:
             self.append(doc_id)
 
@@ -117,7 +122,9 @@ class Deduplicator:
     def extend(self, fps: np.ndarray | Iterable[int], ids: Ids | Iterable[str]) -> None:
         """Preload kept documents (e.g. from a stored index): they get the next rows.
 
-        `fps` as BlockIndex.fingerprint_array() gives them, or any iterable of ints."""
+        `fps` as BlockIndex.fingerprint_array() gives them, or any iterable of ints. An
+        Ids given to an empty Deduplicator is taken over, not copied (it may hold
+        gigabytes): it then grows with the rows kept later."""
         fps = _as_fingerprint_array(fps, self.settings.bits)
         if not isinstance(ids, Ids):
             packed = Ids()
@@ -126,12 +133,10 @@ class Deduplicator:
         if len(fps) != len(ids):
             raise ValueError(f"{len(fps)} fingerprints but {len(ids)} ids")
         self.index.add_many(fps)
-        if not len(self.ids):
-            self.ids = ids  # adopt it: no copy of what may be gigabytes of ids
-            return
-        base = len(self.ids._blob)
-        self.ids._blob += ids._blob
-        self.ids._ends.frombytes((np.frombuffer(ids._ends, np.uint64) + np.uint64(base)).tobytes())
+        if len(self.ids):
+            self.ids.extend(ids)
+        else:
+            self.ids = ids
 
     def decide(self, doc: Document, fp: int | None) -> Decision:
         return self.decide_many([doc], [fp])[0]

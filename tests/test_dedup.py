@@ -85,3 +85,12 @@ def test_extend_preloads_kept_documents_with_their_ids() -> None:
 def test_extend_refuses_a_count_mismatch() -> None:
     with pytest.raises(ValueError, match="2 fingerprints but 1 ids"):
         Deduplicator().extend([1, 2], ["a"])
+
+
+def test_extending_twice_appends_the_second_ids_after_the_first() -> None:
+    dd = Deduplicator()
+    dd.extend([1, 2], ["a", "bb"])
+    more = Deduplicator()
+    more.extend([3], ["ccc"])
+    dd.extend(more.index.fingerprint_array(), more.ids)
+    assert list(dd.ids) == ["a", "bb", "ccc"] and dd.index.fingerprints[2] == 3
