@@ -229,10 +229,9 @@ class _Run:
         queries: np.ndarray,
         hashes: np.ndarray,
         k: int,
-        below: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query, row, distance) for every row of this run within k of a query, each once,
-        given the queries' key_hashes. With `below`, only rows < below[query]."""
+        given the queries' key_hashes."""
         tables, m = hashes.shape
         n_buckets = self.offsets.shape[1] - 1
         flat = (_bucket_of(hashes, self.p) + np.arange(tables)[:, None] * (n_buckets + 1)).ravel()
@@ -248,9 +247,6 @@ class _Run:
         rows = self.order[pos].astype(np.int64)
         rows += self.start
         q = np.repeat(np.tile(np.arange(m), tables), counts)
-        if below is not None:
-            keep = np.flatnonzero(rows < below[q])
-            pos, rows, q = pos[keep], rows[keep], q[keep]
         d = _distances(words[rows], queries[q])
         hit = np.flatnonzero(d <= k)
         q, rows, d, pos = q[hit], rows[hit], d[hit], pos[hit]
@@ -424,20 +420,15 @@ class BlockIndex:
 
     # ------------------------------------------------------------------ searching
 
-    def search(
-        self, fps: np.ndarray, distance: int | None = None, *, below: np.ndarray | None = None
-    ) -> tuple[np.ndarray, ...]:
+    def search(self, fps: np.ndarray, distance: int | None = None) -> tuple[np.ndarray, ...]:
         """Every (query, row, distance) with a stored row within `distance` (default: the
         index's) of a query, for a batch of queries shaped as fingerprint_array() gives
-        them. Sorted by query, then distance, then row; each pair once. With `below`
-        (an int64 array, one per query), only rows < below[query]."""
+        them. Sorted by query, then distance, then row; each pair once."""
         k = self._k(distance)
         queries = _words(fps, self.bits)
         parts = []
         for lo in range(0, len(queries), QUERY_SLICE):
-            part = queries[lo : lo + QUERY_SLICE]
-            part_below = None if below is None else below[lo : lo + QUERY_SLICE]
-            for q, rows, d in self._search_slice(part, k, part_below):
+            for q, rows, d in self._search_slice(queries[lo : lo + QUERY_SLICE], k):
                 parts.append((q + lo, rows, d))
         if not parts:
             return _EMPTY
@@ -445,24 +436,18 @@ class BlockIndex:
         order = np.lexsort((rows, d, q))
         return q[order], rows[order], d[order]
 
-    def _search_slice(
-        self, queries: np.ndarray, k: int, below: np.ndarray | None
-    ) -> Iterable[tuple[np.ndarray, ...]]:
+    def _search_slice(self, queries: np.ndarray, k: int) -> Iterable[tuple[np.ndarray, ...]]:
         if self._runs:
             hashes = self.layout.key_hashes(queries)
         for run in self._runs:
-            if below is None or run.start < below.max(initial=0):
-                yield run.search(self.layout, self._words, queries, hashes, k, below)
+            yield run.search(self.layout, self._words, queries, hashes, k)
         start = self._buffer_start
         if start < self._n:  # the buffer: every query against every row, as a matrix
             buffered = self._words[start : self._n]
             d = np.bitwise_count(queries[:, None, 0] ^ buffered[None, :, 0])
             for w in range(1, buffered.shape[1]):
                 d += np.bitwise_count(queries[:, None, w] ^ buffered[None, :, w])
-            near = d <= k
-            if below is not None:
-                near &= np.arange(start, self._n)[None, :] < below[:, None]
-            q, col = np.nonzero(near)
+            q, col = np.nonzero(d <= k)
             yield q.astype(np.int64), col.astype(np.int64) + start, d[q, col].astype(np.int64)
 
     def nearest_many(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -536,10 +521,7 @@ class _Fingerprints(Sequence[int]):
             return [self[r] for r in range(*row.indices(n))]
         if not -n <= row < n:
             raise IndexError(f"row {row} of {n}")
-        value = 0
-        for word in self._index._words[row % n].tolist():
-            value = value << 64 | word
-        return value
+        return fingerprint_ints(self._index._words[row % n : row % n + 1])[0]
 
 
 def near_pairs(fps: Sequence[int], bits: int = 64, distance: int = 3) -> list[tuple[int, int, int]]:
