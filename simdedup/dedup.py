@@ -116,7 +116,7 @@ class Deduplicator:
     ) -> None:
         self.settings = settings or Settings()
         self.hashfunc = hashfunc or FeatureHasher(self.settings.bits, self.settings.seed)
-        self.index = index or BlockIndex(self.settings.bits, self.settings.distance)
+        self.index = index if index is not None else BlockIndex(self.settings.bits, self.settings.distance)
         self.ids = Ids()
 
     def extend(self, fps: np.ndarray | Iterable[int], ids: Ids | Iterable[str]) -> None:

@@ -21,6 +21,8 @@ TOKENIZERS: tuple[str, ...] = ("auto", "words", "jieba", "chars")
 WEIGHTS: tuple[str, ...] = ("tf", "tfidf", "binary")
 BIT_WIDTHS: tuple[int, ...] = (64, 128)
 MAX_DISTANCE = 16
+#: Up to this distance the index keys its tables on pairs of blocks (see index_layout).
+PAIRED_UP_TO = 4
 
 
 @dataclass(frozen=True)
@@ -88,11 +90,13 @@ def block_layout(bits: int, distance: int) -> tuple[tuple[int, int], ...]:
 def index_layout(bits: int, distance: int) -> tuple[tuple[tuple[int, int], ...], int]:
     """The BlockIndex's blocks and how many of them each table keys on.
 
-    Up to distance 3: distance + 2 blocks, keyed on pairs. Two fingerprints within
+    Up to distance 4: distance + 2 blocks, keyed on pairs. Two fingerprints within
     `distance` still agree on two whole blocks, and a pair of blocks makes a wide key
-    that common words cannot make hot (10 tables at distance 3). Beyond that, pairs
-    would need too many tables (15 at 4, 21 at 5), so: distance + 1 blocks, one each.
+    that common words cannot make hot (10 tables at distance 3, 15 at 4). Beyond that,
+    pairs of ever narrower blocks stop paying for their tables (21 at distance 5 were no
+    faster than single blocks on benchmarks/index_bench.py's corpus), so: distance + 1
+    blocks, one each.
     """
-    if distance <= 3:
+    if distance <= PAIRED_UP_TO:
         return block_layout(bits, distance + 1), 2
     return block_layout(bits, distance), 1

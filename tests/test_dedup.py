@@ -94,3 +94,13 @@ def test_extending_twice_appends_the_second_ids_after_the_first() -> None:
     more.extend([3], ["ccc"])
     dd.extend(more.index.fingerprint_array(), more.ids)
     assert list(dd.ids) == ["a", "bb", "ccc"] and dd.index.fingerprints[2] == 3
+
+
+def test_an_empty_index_given_to_the_deduplicator_is_the_one_it_fills() -> None:
+    # An empty BlockIndex has len() 0; it must still be used, not replaced by a default one.
+    from simdedup.index import BlockIndex
+
+    index = BlockIndex(64, 3)
+    dd = Deduplicator(Settings(), index=index)
+    dd.decide_many([Document("a", "", b"")], [0])
+    assert dd.index is index and len(index) == 1
