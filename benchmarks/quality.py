@@ -34,7 +34,11 @@ Scores (per language)
     components of the truth graph; the largest group; throughput in documents per
     second from text (each method in its own worker process).
 
-    simdedup: `dedup()` of the library, with each --settings.
+    simdedup: `dedup()` of the library, with each --settings. With verify=J, a
+    VerifyingDeduplicator checks candidates at Jaccard >= J, estimated from the
+    library's sketch, or with sketch=SPEC from another: `exact` (every shingle hash:
+    the reference), `oph:BINS:BITS` (one-permutation hashing) or `bottomk:K`; the
+    report then adds the microseconds per document to sketch each one.
     MinHash LSH (datasketch, 128 permutations, threshold 0.8): the truth's own shingle
     sets (with and without the script fold), each candidate verified with exact Jaccard
     >= 0.8; a document is a duplicate of the kept candidate with the highest Jaccard.
@@ -44,6 +48,8 @@ Scores (per language)
 Run
     .venv/bin/python benchmarks/quality.py                  # about 3 minutes on 2 cores
     .venv/bin/python benchmarks/quality.py --settings distance=4 --settings weights=tf,fold=false
+    .venv/bin/python benchmarks/quality.py --settings distance=5,verify=0.8,sketch=exact \
+        --settings distance=5,verify=0.8 --settings distance=5,verify=0.8,sketch=oph:1024:2
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ from fractions import Fraction
 from multiprocessing import get_context
 from typing import Any
 
+import numpy as np
 from defaults import punct, sentences, typo
 from realtext import (
     HAN,
@@ -79,9 +86,10 @@ from realtext import (
 
 from simdedup import Deduplicator, Document, Settings, dedup, features
 from simdedup.features import tokenize, weigh
-from simdedup.fingerprint import FeatureHasher, fingerprint_batch
+from simdedup.fingerprint import FeatureHasher, fingerprint_batch, text_batch_fingerprints
 from simdedup.settings import FINGERPRINT_SPEC_VERSION
-from simdedup.verify import deduplicator
+from simdedup.sketch import SKETCH, OnePermutation, Sketcher, shingle_hashes
+from simdedup.verify import VerifyingDeduplicator
 
 LANGS = ("en", "zh")
 EDITS = {
@@ -321,10 +329,13 @@ _CORPORA: dict[str, Corpus] = {}  # set before the process pool forks
 def run_simdedup(lang: str, row: Row) -> tuple[list[int], float]:
     """Keep-first groups from the library's dedup(), and documents per second."""
     c = _CORPORA[lang]
-    settings, verify = row
+    settings, verify, sketch = row
     docs = [Document(str(i), t, b"") for i, t in enumerate(c.texts)]
+    dd = Deduplicator(settings)
+    if verify is not None:
+        dd = VerifyingDeduplicator(settings, min_jaccard=verify, sketcher=sketcher(sketch, c.texts))
     t0 = time.perf_counter()
-    decisions = list(dedup(docs, settings, deduplicator=deduplicator(settings, verify)))
+    decisions = list(dedup(docs, settings, deduplicator=dd))
     elapsed = time.perf_counter() - t0
     kept_row: dict[int, int] = {}
     group = []
@@ -459,23 +470,144 @@ def run_grid(lang: str) -> list[tuple[str, int, dict[str, Any]]]:
     return out
 
 
+# --------------------------------------------------------------------------- sketches
+
+
+@dataclass(frozen=True)
+class ExactShingles:
+    """The reference for sketches: every distinct shingle hash, sorted, zero-padded to
+    `width` (which must hold the largest document), so Jaccard is exact."""
+
+    width: int
+
+    @property
+    def nbytes(self) -> int:
+        return 8 * self.width
+
+    @property
+    def spec(self) -> str:
+        return f"exact-{self.width}"
+
+    def sketch(self, hashes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(counts), self.width), np.uint64)
+        for d, run in enumerate(np.split(hashes, np.cumsum(counts)[:-1])):
+            distinct = np.unique(run)
+            if len(distinct) > self.width:
+                raise ValueError(f"{len(distinct)} shingles do not fit in {self.width}")
+            out[d, : len(distinct)] = distinct
+        return out.view(np.uint8)
+
+    def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = a.view(np.uint64), b.view(np.uint64)
+        out = np.empty(len(a))
+        for lo in range(0, len(a), 256):  # a slice's sort stays within a few MB
+            both = np.sort(np.concatenate([a[lo : lo + 256], b[lo : lo + 256]], axis=1), axis=1)
+            common = ((both[:, 1:] == both[:, :-1]) & (both[:, 1:] != 0)).sum(axis=1)
+            union = (both != 0).sum(axis=1) - common
+            out[lo : lo + 256] = np.where(union > 0, common / np.maximum(union, 1), 1.0)
+        return out
+
+
+@dataclass(frozen=True)
+class BottomK:
+    """The k smallest distinct 32-bit shingle hashes (their top bits), padded with 2**32 - 1;
+    Jaccard is estimated on the k smallest of the union (exact below k shingles)."""
+
+    k: int
+
+    @property
+    def nbytes(self) -> int:
+        return 4 * self.k
+
+    @property
+    def spec(self) -> str:
+        return f"bottom-{self.k}x32"
+
+    def sketch(self, hashes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        doc = np.repeat(np.arange(len(counts), dtype=np.uint64), counts)
+        keys = np.unique((doc << np.uint64(32)) | (hashes >> np.uint64(32)))
+        doc_of = (keys >> np.uint64(32)).astype(np.intp)
+        rank = np.arange(len(keys)) - np.searchsorted(doc_of, doc_of)
+        out = np.full((len(counts), self.k), 0xFFFFFFFF, np.uint32)
+        keep = rank < self.k
+        out[doc_of[keep], rank[keep]] = keys[keep].astype(np.uint32)
+        return out.view(np.uint8)
+
+    def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        both = np.sort(np.concatenate([a.view(np.uint32), b.view(np.uint32)], axis=1), axis=1)
+        pad = both == 0xFFFFFFFF
+        new = np.ones_like(pad)
+        new[:, 1:] = both[:, 1:] != both[:, :-1]
+        shared = np.zeros_like(pad)
+        shared[:, :-1] = both[:, 1:] == both[:, :-1]
+        first_k = new & ~pad & (np.cumsum(new & ~pad, axis=1) <= self.k)
+        union = first_k.sum(axis=1)
+        return np.where(union > 0, (first_k & shared).sum(axis=1) / np.maximum(union, 1), 1.0)
+
+
+def sketcher(spec: str, texts: Sequence[str]) -> Sketcher:
+    """'' (the library's), 'exact' (wide enough for texts), 'oph:BINS:BITS' or 'bottomk:K'."""
+    name, *args = spec.split(":") if spec else ["default"]
+    if name == "default" and not args:
+        return SKETCH
+    if name == "exact" and not args:
+        _, counts = shingle_hashes(texts)
+        return ExactShingles(max(1, int(counts.max(initial=0))))
+    if name == "oph" and len(args) == 2:
+        return OnePermutation(int(args[0]), int(args[1]))
+    if name == "bottomk" and len(args) == 1:
+        return BottomK(int(args[0]))
+    raise SystemExit(f"sketch={spec!r}: expected exact, oph:BINS:BITS or bottomk:K")
+
+
+def sketch_speeds(specs: Sequence[str], docs: int = 1024) -> list[list[str]]:
+    """Microseconds per document to sketch the first `docs` texts of each corpus (best of 5),
+    beside the fingerprints of the same texts."""
+    lines = []
+    for lang in LANGS:
+        texts = _CORPORA[lang].texts[:docs]
+        jobs: dict[str, Callable[[Sequence[str]], object]] = {
+            "fingerprints (text_batch_fingerprints)": lambda t: text_batch_fingerprints(t, Settings()),
+            "shingle hashes only": shingle_hashes,
+        }
+        for spec in dict.fromkeys(specs):
+            sk = sketcher(spec, texts)
+            jobs[f"{sk} ({sk.nbytes} B)"] = lambda t, sk=sk: sk.sketch(*shingle_hashes(t))
+        for name, job in jobs.items():
+            job(texts)
+            best = math.inf
+            for _ in range(5):
+                t0 = time.perf_counter()
+                job(texts)
+                best = min(best, time.perf_counter() - t0)
+            lines.append([name, lang, str(len(texts)), f"{1e6 * best / len(texts):.1f}"])
+    return lines
+
+
 # --------------------------------------------------------------------------- settings
 
 
-#: Settings for the fingerprints, and the minimum Jaccard of --verify (None: no verification).
-Row = tuple[Settings, float | None]
+#: Settings for the fingerprints, the minimum Jaccard of --verify (None: no
+#: verification), and how verification sketches the shingles (see sketcher()).
+Row = tuple[Settings, float | None, str]
 
 
 def parse_settings(spec: str) -> Row:
-    """'weights=tf,distance=4,verify=0.8' -> (Settings(weights='tf', distance=4), 0.8)."""
+    """'weights=tf,distance=4,verify=0.8,sketch=exact'
+    -> (Settings(weights='tf', distance=4), 0.8, 'exact')."""
     types = {f.name: f.type for f in fields(Settings)}
     kwargs: dict[str, Any] = {}
     verify = None
+    sketch = ""
     for item in filter(None, spec.split(",")):
         key, _, value = item.partition("=")
         key = key.strip().replace("-", "_")
         if key == "verify":
             verify = float(value)
+            continue
+        if key == "sketch":
+            sketcher(value.strip(), [])  # fail early on a bad spec
+            sketch = value.strip()
             continue
         if key not in types:
             raise SystemExit(f"--settings: unknown field {key!r} (fields: {', '.join(types)})")
@@ -486,7 +618,7 @@ def parse_settings(spec: str) -> Row:
             kwargs[key] = int(value)
         else:
             kwargs[key] = value
-    return replace(Settings(), **kwargs), verify
+    return replace(Settings(), **kwargs), verify, sketch
 
 
 def presets() -> list[tuple[str, Row]]:
@@ -494,15 +626,16 @@ def presets() -> list[tuple[str, Row]]:
     script fold, larger distances, and --verify."""
     default = Settings()
     return [
-        ("simdedup defaults", (default, None)),
-        ("defaults, --no-fold (spec 1)", (replace(default, fold=False), None)),
-        ("defaults, -k 4", (replace(default, distance=4), None)),
-        ("defaults, -k 6", (replace(default, distance=6), None)),
-        ("--verify 0.8", (default, 0.8)),
-        ("--verify 0.8 -k 4", (replace(default, distance=4), 0.8)),
-        ("--verify 0.8 -k 5", (replace(default, distance=5), 0.8)),
-        ("--verify 0.8 -k 6", (replace(default, distance=6), 0.8)),
-        ("--verify 0.8 -k 8", (replace(default, distance=8), 0.8)),
+        ("simdedup defaults", (default, None, "")),
+        ("defaults, --no-fold (spec 1)", (replace(default, fold=False), None, "")),
+        ("defaults, -k 4", (replace(default, distance=4), None, "")),
+        ("defaults, -k 6", (replace(default, distance=6), None, "")),
+        ("--verify 0.8", (default, 0.8, "")),
+        ("--verify 0.8 -k 4", (replace(default, distance=4), 0.8, "")),
+        ("--verify 0.8 -k 5", (replace(default, distance=5), 0.8, "")),
+        ("--verify 0.8 -k 5, exact Jaccard", (replace(default, distance=5), 0.8, "exact")),
+        ("--verify 0.8 -k 6", (replace(default, distance=6), 0.8, "")),
+        ("--verify 0.8 -k 8", (replace(default, distance=8), 0.8, "")),
     ]
 
 
@@ -565,8 +698,8 @@ def main(argv: list[str] | None = None) -> int:
     digest = hashlib.sha256("\x00".join(t for c in corpora.values() for t in c.texts).encode()).hexdigest()
     print(f"# simdedup quality benchmark (seed {args.seed}, set digest {digest[:16]})\n")
     print(f"simdedup {revision()}, fingerprint spec {FINGERPRINT_SPEC_VERSION}\n")
-    for name, (s, verify) in rows:
-        print(f"- {name}: {s}" + (f", verify={verify}" if verify else ""))
+    for name, (s, verify, sketch) in rows:
+        print(f"- {name}: {s}" + (f", verify={verify}, sketch={sketch or SKETCH}" if verify else ""))
     print()
     for c in corpora.values():
         truth = c.truth()
@@ -616,6 +749,10 @@ def main(argv: list[str] | None = None) -> int:
             if la == lang
         ]
         print(table(lines, header) + "\n")
+    specs = [sketch for _, (_, verify, sketch) in rows if verify is not None and sketch != "exact"]
+    if specs:
+        print("## Sketching speed (microseconds per document, the first documents of each set)\n")
+        print(table(sketch_speeds(specs), ["sketch", "lang", "docs", "us/doc"]) + "\n")
     if args.grid:
         print_grid(args.jobs)
     log(f"total: {time.perf_counter() - t0:.1f}s")

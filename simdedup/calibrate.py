@@ -1,8 +1,9 @@
 """Calibration: how well "fingerprints within k bits" separates a user's labelled pairs.
 
 Given pairs of texts labelled duplicate or not, gives precision, recall and F1 at each
-distance for each settings preset (and with --verify's shingle check), so a threshold
-can be chosen for the user's own data. Pure functions: reads no file, never prints.
+distance for each settings preset (verified as scan verifies, with the same sketches,
+and without), so a threshold can be chosen for the user's own data. Pure functions:
+reads no file, never prints.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from .fingerprint import distance, fingerprint_texts
 from .settings import MAX_DISTANCE, Settings
-from .verify import MIN_JACCARD, jaccard, shingle_hashes
+from .sketch import similarity, text_sketches
 
 
 @dataclass(frozen=True)
@@ -46,16 +47,18 @@ class Score:
         return 2 * p * r / (p + r) if p + r else 0.0
 
 
-def presets(base: Settings) -> dict[str, tuple[Settings, float | None]]:
-    """The settings compared by default: `base` (the command line's), a few variations of
-    it, and `base` with --verify at MIN_JACCARD. name -> (settings, minimum Jaccard or None)."""
+def presets(base: Settings, verify: float | None) -> dict[str, tuple[Settings, float | None]]:
+    """The settings compared by default: `base` and `verify` (the command line's), the
+    same the other way round (--no-verify, or verified at 0.8), and a few variations of
+    `base`, verified as it is. name -> (settings, minimum Jaccard or None)."""
+    other = ("--no-verify", None) if verify is not None else ("--verify 0.8", 0.8)
     return {
-        "settings": (base, None),
-        f"settings + verify {MIN_JACCARD:g}": (base, MIN_JACCARD),
-        "--no-fold": (replace(base, fold=False), None),
-        "--weights binary": (replace(base, weights="binary"), None),
-        "--weights tfidf": (replace(base, weights="tfidf"), None),
-        "--tokenizer chars": (replace(base, tokenizer="chars", shingle=1), None),
+        "settings": (base, verify),
+        other[0]: (base, other[1]),
+        "--no-fold": (replace(base, fold=False), verify),
+        "--weights binary": (replace(base, weights="binary"), verify),
+        "--weights tfidf": (replace(base, weights="tfidf"), verify),
+        "--tokenizer chars": (replace(base, tokenizer="chars", shingle=1), verify),
     }
 
 
@@ -65,8 +68,9 @@ def calibrate(
     distances: Iterable[int] = range(MAX_DISTANCE + 1),
 ) -> list[Score]:
     """A Score for every preset and distance: a pair is predicted a duplicate when both
-    texts have fingerprints within the distance (and, with a minimum Jaccard, when
-    their shingles reach it). An empty text is never a duplicate."""
+    texts have fingerprints within the distance (and, with a minimum Jaccard, when the
+    estimate from their sketches reaches it, as in scan). An empty text is never a
+    duplicate."""
     distances = list(distances)
     scores = []
     for name, (settings, min_jaccard) in presets.items():
@@ -74,10 +78,9 @@ def calibrate(
         fb = fingerprint_texts([p.b for p in pairs], settings)
         d = [distance(x, y) if x is not None and y is not None else None for x, y in zip(fa, fb)]
         if min_jaccard is not None:
-            verified = [
-                jaccard(shingle_hashes(p.a, settings.fold), shingle_hashes(p.b, settings.fold)) >= min_jaccard
-                for p in pairs
-            ]
+            sa = text_sketches([p.a for p in pairs], settings.fold)
+            sb = text_sketches([p.b for p in pairs], settings.fold)
+            verified = (similarity(sa, sb) >= min_jaccard).tolist()
         else:
             verified = [True] * len(pairs)
         for k in distances:

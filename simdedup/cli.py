@@ -41,9 +41,9 @@ from .report import (
     format_for,
 )
 from .settings import MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings
+from .sketch import SKETCH, similarity, text_sketches
 from .status import ExitStatus, SimdedupError
 from .store import (
-    FORMAT_VERSION,
     IndexSession,
     block_buckets,
     check_settings,
@@ -53,7 +53,7 @@ from .store import (
     read_index,
     write_index,
 )
-from .verify import deduplicator
+from .verify import MIN_JACCARD, VerifyingDeduplicator, deduplicator
 
 DEFAULTS = Settings()
 #: Documents read, fingerprinted and decided together from named files: big enough
@@ -262,13 +262,27 @@ def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def verify_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--no-verify",
+        is_flag=True,
+        help=f"Decide on fingerprints alone: less memory (no {SKETCH.nbytes}-byte sketch per kept"
+        " document) and a little faster, but near-misses of the threshold become duplicates.",
+    )(f)
     return click.option(
         "--verify",
         type=click.FloatRange(0, 1, min_open=True),
+        default=MIN_JACCARD,
+        show_default=True,
         metavar="JACCARD",
-        help="Call a match a duplicate only if the texts' word 3-shingles (Chinese: character"
-        " 3-grams) have Jaccard similarity >= JACCARD, e.g. 0.8; lets a larger -k find more.",
+        help="A match within the distance is a duplicate only if the texts' word 3-shingles"
+        " (Chinese: character 3-grams) have an estimated Jaccard similarity >= JACCARD.",
     )(f)
+
+
+def _verify(kw: dict[str, Any]) -> float | None:
+    """The minimum Jaccard of --verify, or None with --no-verify."""
+    verify, off = kw.pop("verify"), kw.pop("no_verify")
+    return None if off else verify
 
 
 def message_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -460,6 +474,12 @@ def _decisions(
 ) -> Iterator[Decision]:
     """read -> batches -> fingerprints (a process pool when jobs > 1) -> keep-first
     decisions, in input order. Closing this closes the pool."""
+    if isinstance(dd, VerifyingDeduplicator):  # the workers sketch the texts too
+        sketched = fingerprint_batches(batches(docs, batch_size), dd.settings, jobs, sketches=True)
+        with contextlib.closing(sketched):
+            for batch, fps, sketches in sketched:
+                yield from dd.decide_many(batch, fps, sketches)
+        return
     fingerprinted = fingerprint_batches(batches(docs, batch_size), dd.settings, jobs)
     with contextlib.closing(fingerprinted):
         for batch, fps in fingerprinted:
@@ -565,7 +585,12 @@ def _finish(
         f"largest bucket {stats.largest_bucket:,}; {stats.nbytes / max(1, stats.fingerprints):.0f} bytes each"
     )
     if summary_json is not None:
-        record = {**summary.as_dict(), "exit_status": int(status), "settings": vars(dd.settings)}
+        record = {
+            **summary.as_dict(),
+            "exit_status": int(status),
+            "settings": vars(dd.settings),
+            "verify": getattr(dd, "min_jaccard", None),
+        }
         if session is not None:
             record["index"] = {
                 "path": str(session.path),
@@ -652,7 +677,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
     settings, read_options = _settings(kw), _read_options(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
     sources = _sources(paths)
-    dd = deduplicator(settings, kw.pop("verify"))
+    dd = deduplicator(settings, _verify(kw))
     with _index_session(kw, settings) as session, Outputs(sources) as outputs:
         if session is not None:
             session.preload(dd)
@@ -701,7 +726,7 @@ def filter_(source: str | None, **kw: Any) -> None:
     settings, read_options = _settings(kw), _read_options(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
     sources = _sources((source,) if source else ())
-    dd = deduplicator(settings, kw.pop("verify"))
+    dd = deduplicator(settings, _verify(kw))
     with _index_session(kw, settings) as session, Outputs(sources) as outputs:
         if session is not None:
             session.preload(dd)
@@ -784,18 +809,20 @@ def _read_whole(path: str) -> Document:
     show_default=True,
     help="How many of each side's unshared features to show.",
 )
+@verify_option
 def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown: int, **kw: Any) -> None:
-    """Compare two documents: fingerprints, distance, agreeing blocks, unshared features.
+    """Compare two documents: fingerprints, distance, agreeing blocks, estimated
+    Jaccard similarity, unshared features.
 
-    Each FILE is one whole document. Exits 0 when the two are within the distance
-    (near-duplicates), 1 when they are not.
+    Each FILE is one whole document. Exits 0 when the two are near-duplicates as scan
+    decides (within the distance, and with --verify's Jaccard), 1 when they are not.
 
     \b
     Examples:
       simdedup compare a.txt b.txt
       simdedup compare --text "the cat sat on the mat" --text "the cat sat on a mat"
     """
-    settings = _settings(kw)
+    settings, verify = _settings(kw), _verify(kw)
     if len(files) + len(texts) != 2:
         raise CliError("compare takes exactly two documents: two FILEs, or --text twice")
     docs = [_read_whole(f) for f in files] + [
@@ -810,7 +837,9 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             f"{empty} has no features (empty, or only whitespace and punctuation)", ExitStatus.FOUND
         )
     d = hamming(fa, fb)
-    near = d <= settings.distance
+    sketches = text_sketches([doc.text for doc in docs], settings.fold)
+    jaccard = float(similarity(sketches[:1], sketches[1:])[0])
+    near = d <= settings.distance and (verify is None or jaccard >= verify)
     agree = [
         i + 1 for i, (start, w) in enumerate(settings.blocks) if ((fa ^ fb) >> start) & ((1 << w) - 1) == 0
     ]
@@ -836,6 +865,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         "bits": settings.bits,
         "k": settings.distance,
         "similarity": round(1 - d / settings.bits, 6),
+        "jaccard": round(jaccard, 6),
+        "verify": verify,
         "near": near,
         "blocks_agreeing": agree,
         "blocks": len(settings.blocks),
@@ -850,15 +881,19 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             return ", ".join(f"{t!r} ({w:g})" for t, w in items) or "-"
 
         verdict = "near-duplicates" if near else "not near-duplicates"
+        checked = "not checked (--no-verify)" if verify is None else f"at least {verify:g} to verify"
         blocks = ", ".join(map(str, agree)) or "none"
         lines = [
             f"a           {result['a']['fingerprint']}  {names[0]} ({len(features[0])} features)",
             f"b           {result['b']['fingerprint']}  {names[1]} ({len(features[1])} features)",
-            f"distance    {d} of {settings.bits} bits (k = {settings.distance}): {verdict}",
+            f"distance    {d} of {settings.bits} bits (k = {settings.distance}): "
+            + ("within k" if d <= settings.distance else "beyond k"),
             f"similarity  {result['similarity']:.4f}",
+            f"jaccard     {jaccard:.4f} of shingles, estimated; {checked}",
             f"blocks      {blocks} of {len(settings.blocks)} agree",
             f"only in a   {feats(only_a)}",
             f"only in b   {feats(only_b)}",
+            f"verdict     {verdict}",
         ]
         click.echo("\n".join(lines))
     sys.exit(ExitStatus.OK if near else ExitStatus.FOUND)
@@ -880,6 +915,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     help="Score distances 0 to this.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON record per preset and distance.")
+@verify_option
 def calibrate_command(
     pairs_path: str, a_field: str, b_field: str, label_field: str, max_distance: int, as_json: bool, **kw: Any
 ) -> None:
@@ -887,8 +923,9 @@ def calibrate_command(
 
     PAIRS is JSONL ('-': stdin), one labelled pair a line, such as
     {"a": "first text", "b": "second text", "duplicate": true}. The presets are the
-    fingerprint options given (or the defaults), the same with --verify 0.8, and a few
-    variations of them. '*' marks each preset's best distance by F1.
+    fingerprint and --verify options given (or the defaults), the same without
+    verification (or with it, given --no-verify), and a few variations of them. '*'
+    marks each preset's best distance by F1.
 
     \b
     Examples:
@@ -921,7 +958,7 @@ def calibrate_command(
             pairs.append(LabelledPair(a, b, bool(label)))
     if not pairs:
         raise CliError(f"{pairs_path}: no labelled pairs in it", ExitStatus.INPUT_ERRORS)
-    scores = calibrate_pairs(pairs, calibration_presets(settings), range(max_distance + 1))
+    scores = calibrate_pairs(pairs, calibration_presets(settings, _verify(kw)), range(max_distance + 1))
     top = best_scores(scores)
     if as_json:
         for s in scores:
@@ -990,8 +1027,10 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         "id_bytes": len(stored.id_bytes),
         "created": stored.created,
         "updated": stored.updated,
-        "format_version": FORMAT_VERSION,
+        "format_version": header["format_version"],
         "written_by": header.get("written_by"),
+        "sketched": 0 if stored.sketched is None else int(stored.sketched.sum()),
+        "sketch": stored.sketch,
         "runs": stored.runs,
         "blocks": [
             {
@@ -1012,8 +1051,10 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         f"fingerprint: {extra.get('hash')}, spec version {extra.get('spec_version')}, "
         f"jieba {extra.get('jieba_version')} (dictionary {extra.get('jieba_dict_xxh3')}, "
         f"IDF table {extra.get('jieba_idf_xxh3')}), OpenCC {extra.get('opencc_version')}",
-        f"size: {size:,} bytes ({len(stored.id_bytes):,} of them ids); format version {FORMAT_VERSION}, "
-        f"written by {header.get('written_by')}",
+        f"size: {size:,} bytes ({len(stored.id_bytes):,} of them ids); format version "
+        f"{header['format_version']}, written by {header.get('written_by')}",
+        f"verification sketches: {info['sketched']:,} of {len(stored):,} rows"
+        + (f" ({stored.sketch})" if stored.sketch else ""),
         f"created: {stored.created}",
         f"updated: {stored.updated}",
     ]

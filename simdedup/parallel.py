@@ -1,9 +1,10 @@
-"""Fingerprint batches of documents in worker processes, in input order.
+"""Fingerprint (and sketch) batches of documents in worker processes, in input order.
 
-A pure mapping from batches of Documents to their fingerprints: the same fingerprints,
-in the same order, for any number of jobs (a fingerprint never depends on its batch or
-process). Workers get the Settings once, build their own FeatureHasher, ignore Ctrl-C
-(the parent decides what an interrupt means) and die with the parent. Never prints.
+A pure mapping from batches of Documents to their fingerprints, and their verification
+sketches when asked: the same results, in the same order, for any number of jobs (a
+fingerprint or a sketch never depends on its batch or process). Workers get the
+Settings once, build their own FeatureHasher, ignore Ctrl-C (the parent decides what an
+interrupt means) and die with the parent. Never prints.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from itertools import chain
 from multiprocessing.connection import Connection
 from typing import Any
 
+import numpy as np
+
 from .fingerprint import FeatureHasher, HashFunc, fingerprint_work
 from .read import Document
 from .settings import Settings
+from .sketch import text_sketches
 from .status import WorkerError
 
 #: Batches a worker may have waiting beside the one it works on: enough to keep every
@@ -35,6 +39,9 @@ DRAIN_SECONDS = 10.0
 
 #: What a worker needs of a document: its text, or the features it came with.
 Work = list[str | dict[str, float]]
+#: What a worker makes of a batch: fingerprints, and with sketches=True the (n, bytes)
+#: uint8 sketches of the texts too (zeros for documents given as features).
+Result = list[int | None] | tuple[list[int | None], np.ndarray]
 
 
 def default_jobs() -> int:
@@ -54,10 +61,19 @@ def batch_fingerprints(
     return fingerprint_work(_work(docs), settings, hashfunc or FeatureHasher(settings.bits, settings.seed))
 
 
+def batch_results(work: Work, settings: Settings, hasher: HashFunc, sketches: bool) -> Result:
+    """A batch's fingerprints, and with `sketches` their texts' verification sketches."""
+    fps = fingerprint_work(work, settings, hasher)
+    if not sketches:
+        return fps
+    return fps, text_sketches([w if isinstance(w, str) else "" for w in work], settings.fold)
+
+
 def fingerprint_batches(
-    batches: Iterable[Sequence[Document]], settings: Settings, jobs: int = 1
-) -> Iterator[tuple[Sequence[Document], list[int | None]]]:
-    """(batch, its fingerprints) for every batch, in input order, with `jobs` processes.
+    batches: Iterable[Sequence[Document]], settings: Settings, jobs: int = 1, sketches: bool = False
+) -> Iterator[tuple[Any, ...]]:
+    """(batch, its fingerprints) for every batch, in input order, with `jobs` processes;
+    with sketches=True, (batch, fingerprints, sketches) (see Result).
 
     jobs=1 works in this process. Otherwise the first batch is done here and a process
     pool starts with the second (a single batch is not worth one); at most
@@ -70,20 +86,24 @@ def fingerprint_batches(
     """
     hasher = FeatureHasher(settings.bits, settings.seed)
     it = iter(batches)
+
+    def here(batch: Sequence[Document]) -> tuple[Any, ...]:
+        return _as_tuple(batch, batch_results(_work(batch), settings, hasher, sketches))
+
     if jobs <= 1:
         for batch in it:
-            yield batch, batch_fingerprints(batch, settings, hasher)
+            yield here(batch)
         return
     first = next(it, None)
     if first is None:
         return
     # The first batch here: a one-batch input needs no pool, and forked workers inherit
     # what it loaded (jieba's dictionary takes a second to load in every process).
-    yield first, batch_fingerprints(first, settings, hasher)
+    yield here(first)
     second = next(it, None)
     if second is None:
         return
-    workers = _Workers(settings, jobs)
+    workers = _Workers(settings, jobs, sketches)
     pending: deque[tuple[Sequence[Document], Connection]] = deque()
     try:
         try:
@@ -93,18 +113,18 @@ def fingerprint_batches(
                 pending.append((batch, conn))
                 while pending and (len(pending) >= jobs * QUEUED_PER_JOB or pending[0][1].poll()):
                     done, conn = pending.popleft()
-                    yield done, workers.receive(conn)
+                    yield _as_tuple(done, workers.receive(conn))
         except KeyboardInterrupt:
             # Workers ignore the interrupt; hand back what they finish in time, then stop.
             workers.clean = False
             deadline = time.monotonic() + DRAIN_SECONDS
             while pending and pending[0][1].poll(max(0.0, deadline - time.monotonic())):
                 done, conn = pending.popleft()
-                yield done, workers.receive(conn)
+                yield _as_tuple(done, workers.receive(conn))
             raise
         while pending:
             done, conn = pending.popleft()
-            yield done, workers.receive(conn)
+            yield _as_tuple(done, workers.receive(conn))
     except BaseException:
         workers.clean = False
         raise
@@ -118,7 +138,7 @@ class _Workers:
     twice the CPU per batch): the parent writes a batch, and reads each worker's answers
     in the order it sent them."""
 
-    def __init__(self, settings: Settings, jobs: int) -> None:
+    def __init__(self, settings: Settings, jobs: int, sketches: bool = False) -> None:
         # fork: workers start at once, with the parent's modules (and jieba's
         # dictionary, once loaded) already in memory; elsewhere the platform's default.
         context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
@@ -128,7 +148,9 @@ class _Workers:
         self.clean = True
         for _ in range(jobs):
             mine, theirs = context.Pipe()
-            proc = context.Process(target=_worker_main, args=(theirs, settings, os.getpid()), daemon=True)
+            proc = context.Process(
+                target=_worker_main, args=(theirs, settings, sketches, os.getpid()), daemon=True
+            )
             proc.start()
             theirs.close()
             self.conns.append(mine)
@@ -140,7 +162,7 @@ class _Workers:
         except OSError as e:  # BrokenPipeError, ConnectionResetError: the worker is gone
             raise _died() from e
 
-    def receive(self, conn: Connection) -> list[int | None]:
+    def receive(self, conn: Connection) -> Result:
         try:
             ok, answer = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError) as e:
@@ -176,12 +198,16 @@ def _work(docs: Sequence[Document]) -> Work:
     return [doc.text if doc.features is None else doc.features for doc in docs]
 
 
+def _as_tuple(batch: Sequence[Document], result: Result) -> tuple[Any, ...]:
+    return (batch, *result) if isinstance(result, tuple) else (batch, result)
+
+
 # ---------------------------------------------------------------- the worker side
 
 
-def _worker_main(conn: Connection, settings: Settings, parent: int) -> None:
-    """Fingerprint each batch that arrives and answer (True, fingerprints), or (False,
-    the traceback) on a bug; stop at an empty message or when the parent is gone."""
+def _worker_main(conn: Connection, settings: Settings, sketches: bool, parent: int) -> None:
+    """Fingerprint (and sketch) each batch that arrives and answer (True, its Result),
+    or (False, the traceback) on a bug; stop at an empty message or when the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     _die_with_parent(parent)
     hasher = FeatureHasher(settings.bits, settings.seed)
@@ -193,7 +219,10 @@ def _worker_main(conn: Connection, settings: Settings, parent: int) -> None:
         if not message:
             return
         try:
-            answer: tuple[bool, object] = (True, fingerprint_work(pickle.loads(message), settings, hasher))
+            answer: tuple[bool, object] = (
+                True,
+                batch_results(pickle.loads(message), settings, hasher, sketches),
+            )
         except Exception:
             answer = (False, traceback.format_exc())
         conn.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))

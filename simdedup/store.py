@@ -30,12 +30,14 @@ import xxhash
 from .dedup import Deduplicator, Ids
 from .features import SCRIPT_FOLD
 from .settings import FINGERPRINT_SPEC_VERSION, Settings, block_layout
+from .sketch import SKETCH_SPEC
 from .status import (
     IndexCorruptError,
     IndexFileError,
     IndexLockedError,
     IndexSettingsError,
 )
+from .verify import VerifyingDeduplicator
 
 # ---------------------------------------------------------------- the file format
 #
@@ -54,18 +56,24 @@ from .status import (
 #: The first 8 bytes. The high byte and the CR LF catch a file mangled as text (as PNG's do).
 MAGIC = b"\x89SDX\r\n\x1a\n"
 #: Bumped when a reader of the previous version could not read the file correctly.
-FORMAT_VERSION = 1
+#: 2 added the verification sketches; version 1 files are still read (rows without them).
+FORMAT_VERSION = 2
 _PREAMBLE = struct.Struct("<8sII")
 _TRAILER = struct.Struct("<Q")
 _ALIGN = 8
 #: name -> dtype of each array, in file order. Row i of the index is fingerprints[i],
-#: the id whose UTF-8 bytes end at id_ends[i] in id_bytes, kept by run run_rows[i].
+#: the id whose UTF-8 bytes end at id_ends[i] in id_bytes, kept by run run_rows[i];
+#: with --verify, its sketch is sketches[i] when sketched[i] is 1 (both empty when no
+#: row has one). Version 1 files hold the first four.
 ARRAYS = (
     ("fingerprints", np.dtype("<u8")),
     ("id_ends", np.dtype("<u8")),
     ("run_rows", np.dtype("<u4")),
     ("id_bytes", np.dtype("u1")),
+    ("sketches", np.dtype("u1")),
+    ("sketched", np.dtype("u1")),
 )
+_ARRAYS_IN_VERSION = {1: 4, 2: 6}
 #: Reads and writes go in pieces: one read(2) or write(2) moves at most ~2 GiB on Linux.
 _CHUNK = 1 << 26
 
@@ -143,11 +151,17 @@ _RECORD_NAMES = {
 }
 
 
+#: Settings a run may change against a stored index: they shape no fingerprint, and the
+#: in-memory index is built from the stored fingerprints at every load.
+FREE_SETTINGS = frozenset({"distance"})
+
+
 def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """(name, stored value, current value) for each way two fingerprint records differ.
 
     A Settings field missing from the stored record (the file is older than the field)
-    counts as that field's default, which by the spec-version rule gives the old fingerprints."""
+    counts as that field's default, which by the spec-version rule gives the old
+    fingerprints. FREE_SETTINGS never differ."""
     defaults = {
         f.name: _jsonable(f.default)
         for f in dataclasses.fields(Settings)
@@ -156,6 +170,8 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
     out = []
     stored_settings, current_settings = stored.get("settings", {}), current.get("settings", {})
     for name in [*current_settings, *(n for n in stored_settings if n not in current_settings)]:
+        if name in FREE_SETTINGS:
+            continue
         old = stored_settings.get(name, defaults.get(name))
         new = current_settings.get(name)
         if old != new:
@@ -198,6 +214,11 @@ class StoredIndex:
     runs: list[dict[str, Any]]
     created: str
     updated: str
+    #: (n, bytes) uint8 verification sketches and (n,) uint8 1 where a row has one;
+    #: None when no row has one. `sketch` names their kind (sketch.SKETCH.spec).
+    sketches: np.ndarray | None = None
+    sketched: np.ndarray | None = None
+    sketch: str | None = None
 
     def __len__(self) -> int:
         return len(self.fingerprints)
@@ -223,8 +244,15 @@ class StoredIndex:
     def deduplicator(self, settings: Settings) -> Deduplicator:
         """A Deduplicator holding these rows (as rows 0..n-1), for runs made with `settings`."""
         dd = Deduplicator(settings)
-        dd.extend(self.fingerprints, self.ids())
+        self.load_into(dd)
         return dd
+
+    def load_into(self, dd: Deduplicator) -> None:
+        """Give a Deduplicator these rows; a VerifyingDeduplicator gets their sketches too."""
+        if isinstance(dd, VerifyingDeduplicator) and self.sketches is not None:
+            dd.extend(self.fingerprints, self.ids(), self.sketches, self.sketched.astype(bool))  # type: ignore[union-attr]
+        else:
+            dd.extend(self.fingerprints, self.ids())
 
     def _check(self) -> None:
         """Raise ValueError unless the arrays fit together (the checksum cannot tell a
@@ -244,6 +272,13 @@ class StoredIndex:
             raise ValueError("id bytes without ids")
         if n and int(self.run_rows.max()) >= len(self.runs):
             raise ValueError("a row names a run that is not in the file")
+        if (self.sketches is None) != (self.sketched is None):
+            raise ValueError("sketches without their flags, or flags without sketches")
+        if self.sketches is not None and self.sketched is not None:
+            if self.sketches.ndim != 2 or len(self.sketches) != n or self.sketched.shape != (n,):
+                raise ValueError(f"{n} fingerprints but sketches of shape {self.sketches.shape}")
+            if self.sketch is None:
+                raise ValueError("sketches of no named kind")
 
 
 def empty_index(settings: Settings) -> StoredIndex:
@@ -263,10 +298,13 @@ def empty_index(settings: Settings) -> StoredIndex:
 
 
 def _arrays(index: StoredIndex) -> list[np.ndarray]:
-    return [
-        np.ascontiguousarray(getattr(index, name), dtype=dtype).reshape(getattr(index, name).shape)
-        for name, dtype in ARRAYS
-    ]
+    empty = {"sketches": np.zeros((0, 0), np.uint8), "sketched": np.zeros(0, np.uint8)}
+    out = []
+    for name, dtype in ARRAYS:
+        a = getattr(index, name)
+        a = empty[name] if a is None else a
+        out.append(np.ascontiguousarray(a, dtype=dtype).reshape(a.shape))
+    return out
 
 
 # ---------------------------------------------------------------- writing
@@ -321,6 +359,7 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
         "updated": index.updated,
         "count": len(index),
         "fingerprint": index.fingerprint,
+        "sketch": index.sketch if index.sketches is not None else None,
         "runs": index.runs,
         "arrays": [
             {"name": name, "dtype": dtype.str, "shape": list(a.shape)}
@@ -383,11 +422,11 @@ def _readinto_all(f: BinaryIO, array: np.ndarray, digest: Any) -> bool:
     return True
 
 
-def _array_specs(header: Any) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
+def _array_specs(header: Any, version: int) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
     """The (name, dtype, shape) of each array, or ValueError when the header does not
-    describe the arrays this version writes."""
+    describe the arrays that format version holds."""
     specs = header["arrays"]
-    if not isinstance(specs, list) or len(specs) != len(ARRAYS):
+    if not isinstance(specs, list) or len(specs) != _ARRAYS_IN_VERSION[version]:
         raise ValueError("wrong array list")
     out = []
     for spec, (name, dtype) in zip(specs, ARRAYS):
@@ -430,7 +469,8 @@ def _corrupt(path: str | os.PathLike[str], why: str) -> IndexCorruptError:
 
 
 def _read_header(path: str | os.PathLike[str], f: BinaryIO) -> tuple[dict[str, Any], int, bytes]:
-    """(header, file size, the bytes read: preamble and header)."""
+    """(header, file size, the bytes read: preamble and header); the header's
+    "format_version" is the file's."""
     size = os.fstat(f.fileno()).st_size
     preamble = _read_exact(f, _PREAMBLE.size)
     if not preamble.startswith(MAGIC[: len(preamble)]) or not preamble:
@@ -450,7 +490,8 @@ def _read_header(path: str | os.PathLike[str], f: BinaryIO) -> tuple[dict[str, A
     header_bytes = _read_exact(f, header_len)
     try:
         header = json.loads(header_bytes.decode("utf-8"))
-        specs = _array_specs(header)
+        header["format_version"] = version
+        specs = _array_specs(header, version)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise _corrupt(path, f"unreadable header: {e}") from e
     expected = _PREAMBLE.size + header_len + _TRAILER.size
@@ -471,7 +512,7 @@ def read_index(path: str | os.PathLike[str]) -> StoredIndex:
         header, _, head = _read_header(path, f)
         digest = xxhash.xxh3_64(head)
         arrays = {}
-        for name, dtype, shape in _array_specs(header):
+        for name, dtype, shape in _array_specs(header, header["format_version"]):
             array = np.empty(shape, dtype)
             pad = _padding(array.nbytes)
             if not _readinto_all(f, array, digest) or _read_exact(f, len(pad)) != pad:
@@ -492,6 +533,9 @@ def read_index(path: str | os.PathLike[str]) -> StoredIndex:
             created=str(header["created"]),
             updated=str(header["updated"]),
         )
+        if header.get("sketch") is not None:
+            index.sketches, index.sketched = arrays["sketches"], arrays["sketched"]
+            index.sketch = str(header["sketch"])
         index._check()
     except (ValueError, KeyError, TypeError) as e:
         raise _corrupt(path, str(e)) from e
@@ -584,6 +628,10 @@ class IndexSession:
         self._created: str | None = None
         self._lock: Any = None
         self._preloaded = False
+        # The stored sketches while no VerifyingDeduplicator holds them (--no-verify runs
+        # keep them for later runs that verify).
+        self._sketches: np.ndarray | None = None
+        self._sketched: np.ndarray | None = None
 
     def __enter__(self) -> IndexSession:
         self._lock = index_lock(self.path, self.wait)
@@ -592,6 +640,11 @@ class IndexSession:
             if self.path.exists():
                 stored = read_index(self.path)
                 check_settings(self.path, stored.fingerprint, self.settings)
+                if stored.sketches is not None and stored.sketch != SKETCH_SPEC:
+                    raise IndexSettingsError(
+                        f"{self.path} holds verification sketches of another kind ({stored.sketch}; "
+                        f"this simdedup makes {SKETCH_SPEC}): use a new index"
+                    )
                 self._stored = stored
                 self._run_rows, self._runs, self._created = stored.run_rows, stored.runs, stored.created
                 self.loaded = len(stored)
@@ -608,7 +661,9 @@ class IndexSession:
         if len(dd.ids):
             raise ValueError("preload needs an empty Deduplicator")
         if self._stored is not None:
-            dd.extend(self._stored.fingerprints, self._stored.ids())
+            self._stored.load_into(dd)
+            if not isinstance(dd, VerifyingDeduplicator):
+                self._sketches, self._sketched = self._stored.sketches, self._stored.sketched
             self._stored = None  # the Deduplicator holds the rows now; keep one copy
         self._preloaded = True
 
@@ -626,6 +681,14 @@ class IndexSession:
         added = len(ends) - self.loaded
         now = _now()
         run = {"name": self.run_name, "started": self.started, "finished": now, "added": added}
+        sketches, sketched = self._sketches, self._sketched
+        if isinstance(dd, VerifyingDeduplicator):
+            sketches, has = dd.sketch_array()
+            sketched = has.astype(np.uint8) if has.any() else None
+            sketches = sketches if has.any() else None
+        elif sketches is not None and sketched is not None:  # this run's rows have none
+            sketches = np.concatenate([sketches, np.zeros((added, sketches.shape[1]), np.uint8)])
+            sketched = np.concatenate([sketched, np.zeros(added, np.uint8)])
         index = StoredIndex(
             fingerprint=fingerprint_record(self.settings),
             fingerprints=dd.index.fingerprint_array(),
@@ -635,6 +698,9 @@ class IndexSession:
             runs=[*self._runs, run],
             created=self._created or self.started,
             updated=now,
+            sketches=sketches,
+            sketched=sketched,
+            sketch=SKETCH_SPEC if sketches is not None else None,
         )
         write_index(self.path, index)
         self.saved = len(index)
@@ -657,6 +723,12 @@ def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:
             what = "; ".join(f"{d} is {old!r} in {first_name}, {new!r} there" for d, old, new in diffs)
             raise IndexSettingsError(f"{name} was made with other fingerprint settings: {what}")
     parts = [index for _, index in indexes]
+    kinds = {p.sketch for p in parts if p.sketches is not None}
+    if len(kinds) > 1:
+        raise IndexSettingsError(
+            f"the indexes hold verification sketches of different kinds: {sorted(kinds)}"
+        )
+    width = next((p.sketches.shape[1] for p in parts if p.sketches is not None), 0)
     byte_offsets = np.cumsum([0] + [len(p.id_bytes) for p in parts[:-1]], dtype=np.uint64)
     run_offsets = np.cumsum([0] + [len(p.runs) for p in parts[:-1]])
     merged = StoredIndex(
@@ -669,6 +741,14 @@ def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:
         created=min(p.created for p in parts),
         updated=_now(),
     )
+    if kinds:
+        merged.sketch = kinds.pop()
+        merged.sketches = np.concatenate(
+            [p.sketches if p.sketches is not None else np.zeros((len(p), width), np.uint8) for p in parts]
+        )
+        merged.sketched = np.concatenate(
+            [p.sketched if p.sketched is not None else np.zeros(len(p), np.uint8) for p in parts]
+        )
     merged._check()
     return merged
 

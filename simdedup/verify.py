@@ -1,58 +1,35 @@
 """Optional verification: a fingerprint match is a duplicate only if the texts agree.
 
 A document within the distance of kept documents is checked against each of them with
-the exact Jaccard similarity of their shingles (word 3-shingles; character 3-grams of
-the word characters for text with Chinese, after the same normalization as features).
-Never prints; holds the kept documents' shingle hashes in memory.
+the Jaccard similarity of their shingles (word 3-shingles; character 3-grams of the
+word characters for text with Chinese, after the same normalization as features),
+estimated from fixed-size sketches (sketch.py). Never prints.
 """
 
 from __future__ import annotations
 
-from array import array
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from .dedup import Decision, Deduplicator, Ids
-from .features import has_chinese, normalize, words
-from .fingerprint import FeatureHasher, HashFunc
+from .fingerprint import HashFunc
 from .index import BlockIndex, fingerprint_array, near_pair_arrays
 from .read import Document
 from .settings import Settings
+from .sketch import SHINGLE, SKETCH, Sketcher
+from .sketch import shingle_hashes as _shingle_runs
 
-#: Shingle length for verification: words for most text, characters for Chinese.
-SHINGLE = 3
+__all__ = ["MIN_JACCARD", "SHINGLE", "VerifyingDeduplicator", "deduplicator", "jaccard", "shingle_hashes"]
+
 #: The default minimum Jaccard similarity for a verified duplicate.
 MIN_JACCARD = 0.8
 
 
-_WORD_HASHES = FeatureHasher(64)  # words repeat (Zipf): their hashes are cached
-# Odd multipliers that mix three word hashes into one shingle hash (wrapping uint64).
-_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
-_SHIFT = (np.uint64(21), np.uint64(42))
-
-
 def shingle_hashes(text: str, fold: bool = True) -> np.ndarray:
-    """The sorted, distinct 64-bit hashes of a text's verification shingles.
-
-    Chinese: three code points packed into 63 bits (exact). Words: the xxh3 hashes of
-    three words mixed by multiply-add. A text shorter than a shingle is one shingle.
-    """
-    text = normalize(text, fold)
-    tokens = words(text)
-    if not tokens:
-        return np.empty(0, np.uint64)
-    chinese = has_chinese(text)
-    if chinese:
-        units = np.frombuffer("".join(tokens).encode("utf-32-le"), np.uint32).astype(np.uint64)
-    else:
-        units = np.array(_WORD_HASHES.many(tokens), dtype=np.uint64)
-    if len(units) < SHINGLE:
-        units = np.concatenate([units, np.zeros(SHINGLE - len(units), np.uint64)])
-    a, b, c = units[:-2], units[1:-1], units[2:]
-    # Code points have 21 bits, so three pack exactly.
-    mixed = (a << _SHIFT[1]) | (b << _SHIFT[0]) | c if chinese else a * _MIX[0] + b * _MIX[1] + c
-    return np.unique(mixed)
+    """The sorted, distinct 64-bit hashes of a text's verification shingles (exact)."""
+    return np.unique(_shingle_runs([text], fold)[0])
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -65,12 +42,14 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 class VerifyingDeduplicator(Deduplicator):
     """Keep-first dedup where a candidate within the distance must also reach
-    `min_jaccard` on shingles; of those that do, the most similar kept document wins
-    (ties: the nearest fingerprint, then the earliest row). None verified: kept.
+    `min_jaccard` on shingles, estimated from sketches; of those that do, the most
+    similar kept document wins (ties: the nearest fingerprint, then the earliest row).
+    None verified: kept.
 
-    Memory: 8 bytes per distinct shingle of every kept document, plus 9 bytes per row.
-    Rows preloaded with `extend` (a stored index) have no shingles, nor do documents
-    given as features: a match involving one is decided on the fingerprint alone.
+    Memory: `sketcher.nbytes` + 1 bytes per row (129 with the default sketch), in arrays
+    that grow by half again when full.
+    Documents given as features have no sketch, nor do rows preloaded with `extend`
+    without sketches: a match involving one is decided on the fingerprint alone.
     """
 
     def __init__(
@@ -79,68 +58,110 @@ class VerifyingDeduplicator(Deduplicator):
         hashfunc: HashFunc | None = None,
         index: BlockIndex | None = None,
         min_jaccard: float = MIN_JACCARD,
+        sketcher: Sketcher = SKETCH,
     ) -> None:
         super().__init__(settings, hashfunc, index)
         if not 0.0 < min_jaccard <= 1.0:
             raise ValueError("min_jaccard must be in (0, 1]")
         self.min_jaccard = min_jaccard
-        self._hashes = array("Q")  # every kept row's shingle hashes, one after another
-        self._ends = array("Q")  # row -> end offset in _hashes
-        self._has = bytearray()  # row -> 1 when its shingles are known
+        self.sketcher = sketcher
+        # Row r's sketch is _sketches[r] when _has[r]; rows past len(self.ids) are spare.
+        self._sketches = np.zeros((0, sketcher.nbytes), np.uint8)
+        self._has = np.zeros(0, bool)
 
-    def extend(self, fps: np.ndarray | Iterable[int], ids: Ids | Iterable[str]) -> None:
+    def _reserve(self, rows: int) -> None:
+        """Room for `rows` rows: growth by half again, so appending a row is amortized
+        O(1) and at most a third of the arrays is spare."""
+        if rows <= len(self._has):
+            return
+        capacity = max(rows, len(self._has) * 3 // 2, 1024)
+        sketches = np.zeros((capacity, self.sketcher.nbytes), np.uint8)
+        sketches[: len(self._has)] = self._sketches
+        has = np.zeros(capacity, bool)
+        has[: len(self._has)] = self._has
+        self._sketches, self._has = sketches, has
+
+    def _check(self) -> None:
+        assert self._sketches.shape == (len(self._has), self.sketcher.nbytes)
+        assert len(self._has) >= len(self.ids) == len(self.index)
+        assert not self._sketches[~self._has].any(), "a row without a sketch holds one"
+
+    def extend(
+        self,
+        fps: np.ndarray | Iterable[int],
+        ids: Ids | Iterable[str],
+        sketches: np.ndarray | None = None,
+        has: np.ndarray | None = None,
+    ) -> None:
+        """Preload rows (see Deduplicator.extend) with their sketches, (rows, nbytes)
+        uint8, and which of them have one (`has`, bool; default: all when sketches are
+        given). A row without a sketch is matched on the fingerprint alone."""
         before = len(self.ids)
         super().extend(fps, ids)
-        added = len(self.ids) - before
-        end = len(self._hashes)
-        self._ends.extend([end] * added)
-        self._has.extend(bytes(added))
+        after = len(self.ids)
+        self._reserve(after)
+        if sketches is None:
+            return
+        if sketches.shape != (after - before, self.sketcher.nbytes):
+            raise ValueError(f"{after - before} rows but sketches of shape {sketches.shape}")
+        has = np.ones(after - before, bool) if has is None else np.asarray(has, bool)
+        if has.shape != (after - before,):
+            raise ValueError(f"{after - before} rows but {has.shape} sketch flags")
+        self._sketches[before:after] = sketches
+        self._sketches[before:after][~has] = 0
+        self._has[before:after] = has
 
-    def shingles_of(self, row: int) -> np.ndarray | None:
-        if not self._has[row]:
-            return None
-        start = self._ends[row - 1] if row else 0
-        return np.frombuffer(self._hashes[start : self._ends[row]], np.uint64)  # a copy: _hashes grows
+    def sketch_array(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sketches, has): every row's sketch, (rows, nbytes) uint8, zeros where it has
+        none, and a bool per row saying which have one. Views, valid until the next call
+        that adds rows."""
+        rows = len(self.ids)
+        return self._sketches[:rows], self._has[:rows]
 
-    def shingle_bytes(self) -> int:
+    def sketch_bytes(self) -> int:
         """Memory held for verification, in bytes."""
-        return 8 * (len(self._hashes) + len(self._ends)) + len(self._has)
+        return self._sketches.nbytes + self._has.nbytes
 
-    def decide_many(self, docs: Sequence[Document], fps: Sequence[int | None]) -> list[Decision]:
+    def decide_many(
+        self, docs: Sequence[Document], fps: Sequence[int | None], sketches: np.ndarray | None = None
+    ) -> list[Decision]:
         """Decisions for a batch, in order, as if each document were decided in turn:
-        candidates come from one search of the index and one of the batch against itself."""
+        candidates come from one search of the index and one of the batch against
+        itself, and are verified together. `sketches` are the documents' sketches, row
+        by row (made from their texts when not given)."""
         decisions = [Decision(doc, None, "empty") for doc in docs]
         present = [i for i, fp in enumerate(fps) if fp is not None]
         if not present:
             return decisions
+        mine, has_mine = self._batch_sketches(docs, present, sketches)
         bits, k = self.settings.bits, self.index.distance
         fparray = fingerprint_array([fps[i] for i in present], bits)
-        candidates: dict[int, list[tuple[int, int]]] = {}  # position -> [(row or -1 - position, d)]
-        for q, row, d in zip(*(a.tolist() for a in self.index.search(fparray))):
-            candidates.setdefault(q, []).append((row, d))
-        for i, j, d in zip(*(a.tolist() for a in near_pair_arrays(fparray, bits, k))):
-            candidates.setdefault(j, []).append((-1 - i, d))
+        # position -> [(row, or -1 - the earlier position in the batch, distance, similarity)]
+        # for the candidates that verify; similarity NaN: a side has no sketch.
+        candidates: dict[int, list[tuple[int, int, float]]] = {}
+        q, rows, ds = self.index.search(fparray)
+        sims = self._similarities(mine, has_mine, q, self._sketches, self._has, rows)
+        ok = ~(sims < self.min_jaccard)  # NaN passes: decided on the fingerprint
+        for pos, row, d, sim in zip(*(x[ok].tolist() for x in (q, rows, ds, sims))):
+            candidates.setdefault(pos, []).append((row, d, sim))
+        first, second, ds = near_pair_arrays(fparray, bits, k)
+        sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
+        ok = ~(sims < self.min_jaccard)
+        for i, j, d, sim in zip(*(x[ok].tolist() for x in (first, second, ds, sims))):
+            candidates.setdefault(j, []).append((-1 - i, d, sim))
         base = len(self.index)
+        self._reserve(base + len(present))
         kept: dict[int, int] = {}  # position in `present` -> the row it is kept as
         for pos, i in enumerate(present):
             doc, fp = docs[i], fps[i]
-            mine = shingle_hashes(doc.text, self.settings.fold) if doc.features is None else None
             best: tuple[int, float, int, int] | None = None
-            for row, d in candidates.get(pos, ()):
+            for row, d, sim in candidates.get(pos, ()):
                 if row < 0:  # an earlier document of this batch: only if it was kept
                     row = kept.get(-1 - row, -1)
                     if row < 0:
                         continue
-                if mine is None or not self._has[row]:
-                    key = (1, 0.0, d, row)  # unverifiable: after every verified candidate
-                else:
-                    size = self._ends[row] - (self._ends[row - 1] if row else 0)
-                    if min(size, len(mine)) < self.min_jaccard * max(size, len(mine)):
-                        continue  # Jaccard <= smaller / larger: it cannot reach min_jaccard
-                    sim = jaccard(mine, self.shingles_of(row))  # type: ignore[arg-type]
-                    if sim < self.min_jaccard:
-                        continue
-                    key = (0, -sim, d, row)
+                # unverifiable: after every verified candidate
+                key = (1, 0.0, d, row) if math.isnan(sim) else (0, -sim, d, row)
                 if best is None or key < best:
                     best = key
             if best is not None:
@@ -149,13 +170,45 @@ class VerifyingDeduplicator(Deduplicator):
                 continue
             kept[pos] = row = base + len(kept)
             self.ids.append(doc.id)
-            if mine is not None:
-                self._hashes.extend(mine.tolist())
-            self._ends.append(len(self._hashes))
-            self._has.append(mine is not None)
+            self._sketches[row] = mine[pos]
+            self._has[row] = has_mine[pos]
             decisions[i] = Decision(doc, fp, "unique", row)
         self.index.add_many(fparray[list(kept)])
         return decisions
+
+    def _batch_sketches(
+        self, docs: Sequence[Document], present: list[int], sketches: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(sketches, has) of the present documents; a document given as features has none."""
+        has = np.array([docs[i].features is None for i in present], bool)
+        if sketches is not None:
+            if sketches.shape != (len(docs), self.sketcher.nbytes):
+                raise ValueError(f"{len(docs)} documents but sketches of shape {sketches.shape}")
+            mine = sketches[present]
+        else:
+            mine = np.zeros((len(present), self.sketcher.nbytes), np.uint8)
+            texts = [docs[i].text for i, h in zip(present, has.tolist()) if h]
+            if texts:
+                mine[has] = self.sketcher.sketch(*_shingle_runs(texts, self.settings.fold))
+        mine[~has] = 0
+        return mine, has
+
+    def _similarities(
+        self,
+        a: np.ndarray,
+        a_has: np.ndarray,
+        a_rows: np.ndarray,
+        b: np.ndarray,
+        b_has: np.ndarray,
+        b_rows: np.ndarray,
+    ) -> np.ndarray:
+        """Estimated Jaccard of a[a_rows[t]] and b[b_rows[t]] for every t, in one call;
+        NaN where either has no sketch."""
+        out = np.full(len(a_rows), np.nan)
+        both = np.flatnonzero(a_has[a_rows] & b_has[b_rows])
+        if len(both):
+            out[both] = self.sketcher.similarity(a[a_rows[both]], b[b_rows[both]])
+        return out
 
 
 def deduplicator(settings: Settings, verify: float | None = None) -> Deduplicator:

@@ -46,10 +46,11 @@ def test_best_prefers_higher_f1_then_smaller_distance() -> None:
 
 
 def test_presets_start_from_the_given_settings() -> None:
-    got = presets(Settings(distance=5, weights="binary"))
-    assert got["settings"] == (Settings(distance=5, weights="binary"), None)
-    assert got["settings + verify 0.8"][1] == 0.8
-    assert got["--no-fold"][0].fold is False
+    got = presets(Settings(distance=5, weights="binary"), 0.9)
+    assert got["settings"] == (Settings(distance=5, weights="binary"), 0.9)
+    assert got["--no-verify"] == (Settings(distance=5, weights="binary"), None)
+    assert got["--no-fold"] == (Settings(distance=5, weights="binary", fold=False), 0.9)
+    assert presets(Settings(), None)["--verify 0.8"] == (Settings(), 0.8)
 
 
 def test_cli_prints_a_table_and_names_bad_lines(tmp_path: Path) -> None:
@@ -60,7 +61,7 @@ def test_cli_prints_a_table_and_names_bad_lines(tmp_path: Path) -> None:
     assert result.exit_code == 3
     assert result.stdout.startswith("4 pairs, 2 labelled duplicate\n")
     rows = [line for line in result.stdout.splitlines() if line.startswith("settings ")]
-    assert len(rows) == 2 * 5  # settings, and settings + verify 0.8, at k = 0..4
+    assert len(rows) == 5  # the settings (verified), at k = 0..4
     assert f"{path}:5: error: not JSON" in result.stderr
     assert f"{path}:6: error: missing field 'b'" in result.stderr
 

@@ -22,6 +22,7 @@ from filelock import FileLock, Timeout
 
 from simdedup.cli import main
 from simdedup.settings import FINGERPRINT_SPEC_VERSION
+from simdedup.sketch import SKETCH_SPEC
 from simdedup.store import StoredIndex, jieba_record, lock_path, read_index, write_index
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -243,14 +244,16 @@ def test_index_info_starts_with_the_count_then_settings_size_times_and_buckets(i
         f"fingerprint: xxh3_64, spec version {FINGERPRINT_SPEC_VERSION}, jieba {jieba}"
     )
     assert lines[3].startswith(f"size: {index.stat().st_size:,} bytes")
-    assert re.fullmatch(r"created: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", lines[4])
-    assert lines[5].startswith("updated: ")
-    assert lines[6].startswith("runs: 1; last: 'monday'")
-    assert [line.split(":")[0] for line in lines[8:]] == [
-        "  bits 0-15",
-        "  bits 16-31",
-        "  bits 32-47",
-        "  bits 48-63",
+    assert lines[4] == f"verification sketches: 6 of 6 rows ({SKETCH_SPEC})"
+    assert re.fullmatch(r"created: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", lines[5])
+    assert lines[6].startswith("updated: ")
+    assert lines[7].startswith("runs: 1; last: 'monday'")
+    assert [line.split(":")[0] for line in lines[9:]] == [
+        "  bits 0-12",
+        "  bits 13-25",
+        "  bits 26-38",
+        "  bits 39-51",
+        "  bits 52-63",
     ]
 
 
@@ -260,7 +263,8 @@ def test_index_info_json_holds_the_same(index: Path) -> None:
     assert info["settings"]["tokenizer"] == "auto" and info["fingerprint"]["hash"] == "xxh3_64"
     assert info["size_bytes"] == index.stat().st_size
     assert [r["name"] for r in info["runs"]] == ["monday"]
-    assert [b["bits"] for b in info["blocks"]] == [[0, 15], [16, 31], [32, 47], [48, 63]]
+    assert [b["bits"] for b in info["blocks"]] == [[0, 12], [13, 25], [26, 38], [39, 51], [52, 63]]
+    assert info["sketched"] == 6 and info["sketch"] == SKETCH_SPEC
     assert all(sum(x["rows"] for x in b["largest"]) <= 6 for b in info["blocks"])
 
 
@@ -317,8 +321,14 @@ def test_index_query_reads_stdin_and_writes_jsonl(index: Path) -> None:
 
 
 def test_index_query_refuses_other_settings(index: Path, day2: Path) -> None:
-    line = one_line_error(run("index", "query", str(index), str(day2), "-k", "5"))
-    assert "distance is 3 there, 5 in this run" in line
+    line = one_line_error(run("index", "query", str(index), str(day2), "--tokenizer", "words"))
+    assert "tokenizer is 'auto' there, 'words' in this run" in line
+
+
+def test_index_query_may_search_at_another_distance(index: Path, day2: Path) -> None:
+    near = tsv(run("index", "query", str(index), str(day2), "-k", "0").stdout)
+    far = tsv(run("index", "query", str(index), str(day2), "-k", "12").stdout)
+    assert [r["status"] for r in far].count("duplicate") >= [r["status"] for r in near].count("duplicate")
 
 
 # ---------------------------------------------------------------- real processes: locks and kill -9
@@ -399,7 +409,8 @@ def after(point, f, nth=1):
     return wrapped
 
 store._readinto_all = after("load", store._readinto_all)
-store.Deduplicator.decide_many = after("scan", store.Deduplicator.decide_many, nth=2)
+for cls in (store.Deduplicator, store.VerifyingDeduplicator):
+    cls.decide_many = after("scan", cls.decide_many, nth=2)
 store._write_all = after("save", store._write_all, nth=3)
 store._fsync_directory = after("renamed", store._fsync_directory)
 sys.exit(main())
@@ -457,6 +468,11 @@ def test_kill_9_at_random_moments_always_leaves_a_whole_index(index: Path, tmp_p
         [stored.id_ends, stored.id_ends[-1] + 3 * np.arange(1, 300_001, dtype=np.uint64)]
     )
     stored.run_rows = np.zeros(len(stored.fingerprints), np.uint32)
+    assert stored.sketches is not None and stored.sketched is not None  # the first run verified
+    stored.sketches = np.concatenate(
+        [stored.sketches, np.zeros((300_000, stored.sketches.shape[1]), np.uint8)]
+    )
+    stored.sketched = np.concatenate([stored.sketched, np.zeros(300_000, np.uint8)])
     write_index(index, stored)
     expected = read_index(index)
     outcomes = []

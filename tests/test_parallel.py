@@ -20,6 +20,7 @@ from simdedup import Document, Settings
 from simdedup.cli import main
 from simdedup.dedup import batches
 from simdedup.parallel import default_jobs, fingerprint_batches
+from simdedup.sketch import text_sketches
 
 texts = st.text(alphabet=st.sampled_from("ab cd Ça 中文 北京 .,\n"), max_size=40)
 
@@ -38,6 +39,20 @@ def test_two_jobs_give_one_jobs_fingerprints_in_order(docs: list[str], size: int
         return [([d.id for d in batch], fps) for batch, fps in out]
 
     assert run(2) == run(1)
+
+
+@settings(max_examples=10, deadline=None)
+@given(docs=st.lists(texts, max_size=40), size=st.integers(1, 9))
+def test_two_jobs_give_one_jobs_sketches_in_order(docs: list[str], size: int) -> None:
+    documents = [Document(str(i), t, b"") for i, t in enumerate(docs)]
+
+    def run(jobs: int) -> list[tuple[list[str], list[int | None], bytes]]:
+        out = fingerprint_batches(batches(documents, size), Settings(), jobs, sketches=True)
+        return [([d.id for d in batch], fps, sk.tobytes()) for batch, fps, sk in out]
+
+    one = run(1)
+    assert run(2) == one
+    assert b"".join(sk for _, _, sk in one) == text_sketches(docs).tobytes()
 
 
 def test_given_features_and_texts_mix_in_one_batch() -> None:

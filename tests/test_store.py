@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from simdedup.dedup import Deduplicator, Ids
 from simdedup.read import Document
 from simdedup.settings import Settings
+from simdedup.sketch import SKETCH, SKETCH_SPEC, text_sketches
 from simdedup.status import (
     ExitStatus,
     IndexCorruptError,
@@ -42,6 +43,7 @@ from simdedup.store import (
     read_index,
     write_index,
 )
+from simdedup.verify import VerifyingDeduplicator
 
 
 def make_index(fps: list[int], ids: list[str], run_rows: list[int], s: Settings | None = None) -> StoredIndex:
@@ -71,6 +73,10 @@ def same(a: StoredIndex, b: StoredIndex) -> bool:
         and np.array_equal(a.run_rows, b.run_rows)
         and a.runs == b.runs
         and (a.created, a.updated) == (b.created, b.updated)
+        and (a.sketches is None) == (b.sketches is None)
+        and (a.sketches is None or np.array_equal(a.sketches, b.sketches))
+        and (a.sketched is None or np.array_equal(a.sketched, b.sketched))
+        and a.sketch == b.sketch
     )
 
 
@@ -97,6 +103,12 @@ def stored_indexes(draw: st.DrawFn) -> StoredIndex:
     run_rows = draw(st.lists(st.integers(0, runs - 1), min_size=n, max_size=n))
     index = make_index(fps, ids, run_rows, s)
     index.runs = [{"name": draw(st.text(max_size=8)), "added": i} for i in range(runs)]
+    if draw(st.booleans()):  # rows verified with --verify carry sketches, some rows none
+        seed = draw(st.integers(0, 2**32 - 1))
+        rng = np.random.default_rng(seed)
+        index.sketched = rng.integers(0, 2, n, dtype=np.uint8)
+        index.sketches = rng.integers(0, 256, (n, SKETCH.nbytes), dtype=np.uint8) * index.sketched[:, None]
+        index.sketch = SKETCH_SPEC
     return index
 
 
@@ -113,6 +125,45 @@ def test_writing_then_reading_gives_the_same_fingerprints_ids_runs_and_settings(
     assert [back.run_name(r) for r in range(len(back))] == [index.run_name(r) for r in range(len(index))]
 
 
+def test_a_version_1_file_is_read_as_rows_without_sketches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simdedup.store as store
+
+    with monkeypatch.context() as m:  # what simdedup wrote before the sketches
+        m.setattr(store, "FORMAT_VERSION", 1)
+        m.setattr(store, "ARRAYS", store.ARRAYS[:4])
+        write_index(tmp_path / "v1.sdx", make_index([1, 2], ["a", "b"], [0, 0]))
+    assert read_header(tmp_path / "v1.sdx")[0]["format_version"] == 1
+    back = read_index(tmp_path / "v1.sdx")
+    assert list(back.ids()) == ["a", "b"] and back.sketches is None
+
+
+def test_sketches_survive_a_run_without_verification_and_merge(tmp_path: Path) -> None:
+    texts = ["the first document, long enough to shingle", "a second and different one"]
+    path = tmp_path / "x.sdx"
+    with IndexSession(path, Settings(), run_name="verified") as session:
+        dd = VerifyingDeduplicator(Settings())
+        session.preload(dd)
+        dd.decide_many([Document(t, t, b"") for t in texts], [0, 2**64 - 1])
+        session.save(dd)
+    with IndexSession(path, Settings(), run_name="plain") as session:
+        plain = Deduplicator(Settings())
+        session.preload(plain)
+        plain.decide_many([Document("third", "third text", b"")], [2**32 - 1])  # 32 bits from both
+        stored = session.save(plain)
+    assert stored.sketched is not None and stored.sketches is not None
+    assert stored.sketched.tolist() == [1, 1, 0]
+    assert np.array_equal(stored.sketches[:2], text_sketches(texts))
+    merged = merge_indexes([("a", read_index(path)), ("b", make_index([7], ["z"], [0]))])
+    assert merged.sketched is not None and merged.sketched.tolist() == [1, 1, 0, 0]
+    reloaded = VerifyingDeduplicator(Settings())
+    merged.load_into(reloaded)
+    sketches, has = reloaded.sketch_array()
+    assert has.tolist() == [True, True, False, False]
+    assert np.array_equal(sketches[:2], text_sketches(texts))
+
+
 def test_an_empty_index_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "empty.sdx"
     write_index(path, empty_index(Settings(bits=128)))
@@ -126,7 +177,15 @@ def test_the_file_is_magic_version_json_header_arrays_and_a_checksum(small: Path
     assert (magic, version) == (MAGIC, FORMAT_VERSION)
     header = json.loads(data[16 : 16 + header_len])
     assert header["count"] == 3
-    assert [a["name"] for a in header["arrays"]] == ["fingerprints", "id_ends", "run_rows", "id_bytes"]
+    assert [a["name"] for a in header["arrays"]] == [
+        "fingerprints",
+        "id_ends",
+        "run_rows",
+        "id_bytes",
+        "sketches",
+        "sketched",
+    ]
+    assert header["sketch"] is None  # no row has a verification sketch
     start = 16 + header_len
     assert np.frombuffer(data[start : start + 24], "<u8").tolist() == [1, 2**63 + 5, 0xFFFF]
 
@@ -177,7 +236,6 @@ def test_a_file_older_than_a_settings_field_counts_as_its_default(tmp_path: Path
     [
         ({"tokenizer": "words"}, "tokenizer is 'auto' there, 'words' in this run"),
         ({"bits": 128}, "bits is 64 there, 128 in this run"),
-        ({"distance": 4}, "distance is 3 there, 4 in this run"),
         ({"weights": "tfidf", "shingle": 2}, "shingle is 1 there, 2 in this run; weights is 'tf' there"),
     ],
 )
@@ -186,6 +244,12 @@ def test_other_settings_are_refused_naming_each_difference(small: Path, change: 
         IndexSession(small, Settings(**change)).__enter__()
     assert e.value.exit_status == ExitStatus.USAGE
     assert "\n" not in str(e.value)
+
+
+def test_a_run_may_search_a_stored_index_at_another_distance(small: Path) -> None:
+    # The distance shapes no fingerprint: the in-memory index is rebuilt at every load.
+    with IndexSession(small, Settings(distance=6)) as session:
+        assert session.loaded == 3
 
 
 def test_another_jieba_dictionary_is_refused(tmp_path: Path) -> None:

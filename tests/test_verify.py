@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -9,6 +11,7 @@ from click.testing import CliRunner
 from simdedup import Document, Settings, dedup
 from simdedup.cli import main
 from simdedup.dedup import Deduplicator
+from simdedup.sketch import SKETCH_BYTES, text_sketches
 from simdedup.verify import VerifyingDeduplicator, deduplicator, jaccard, shingle_hashes
 
 WORDS = "the quick brown fox jumps over the lazy dog near the river bank today"
@@ -67,10 +70,60 @@ def test_preloaded_rows_without_shingles_are_matched_on_the_fingerprint() -> Non
     assert decision.status == "duplicate" and decision.duplicate_of == "stored"
 
 
-def test_shingle_memory_is_counted() -> None:
+def test_sketch_memory_is_a_fixed_size_per_row() -> None:
     dd = VerifyingDeduplicator()
-    dd.process(docs(WORDS, "something else entirely here"))
-    assert dd.shingle_bytes() >= 8 * (len(shingle_hashes(WORDS)) + 2)
+    dd.process(docs(*(f"document number {i} of many" for i in range(3000))))
+    rows = len(dd.ids)
+    assert rows == 3000
+    assert rows * (SKETCH_BYTES + 1) <= dd.sketch_bytes() <= 2 * rows * (SKETCH_BYTES + 1)
+    dd._check()
+
+
+def test_sketch_array_holds_every_kept_rows_sketch() -> None:
+    dd = VerifyingDeduplicator()
+    dd.extend([1], ["stored"])
+    texts = [WORDS, "something else entirely here"]
+    dd.process(docs(*texts))
+    sketches, has = dd.sketch_array()
+    assert has.tolist() == [False, True, True]
+    assert not sketches[0].any()
+    assert np.array_equal(sketches[1:], text_sketches(texts))
+
+
+def test_given_sketches_are_the_ones_verified() -> None:
+    batch = docs(WORDS, EDITED)
+    computed = VerifyingDeduplicator(Settings(distance=16)).process(batch)
+    dd = VerifyingDeduplicator(Settings(distance=16))
+    fps = [d.fingerprint for d in computed]
+    given = dd.decide_many(batch, fps, text_sketches([WORDS, SHUFFLED]))
+    assert [d.status for d in computed] == ["unique", "duplicate"]
+    assert [d.status for d in given] == ["unique", "unique"]
+
+
+def test_preloaded_rows_with_sketches_are_verified() -> None:
+    [stored] = Deduplicator().process(docs(WORDS))
+    dd = VerifyingDeduplicator()
+    dd.extend([stored.fingerprint], ["stored"], text_sketches([WORDS]))
+    assert dd.process(docs(SHUFFLED))[0].status == "unique"
+    assert dd.process(docs(WORDS))[0].duplicate_of == "stored"
+    with pytest.raises(ValueError):
+        dd.extend([stored.fingerprint], ["again"], text_sketches([WORDS, WORDS]))
+
+
+def test_preloaded_rows_flagged_without_a_sketch_are_matched_on_the_fingerprint() -> None:
+    [stored] = Deduplicator().process(docs(WORDS))
+    dd = VerifyingDeduplicator()
+    dd.extend([stored.fingerprint], ["stored"], text_sketches([WORDS]), np.array([False]))
+    assert dd.process(docs(SHUFFLED))[0].duplicate_of == "stored"
+    assert not dd.sketch_array()[0].any()
+
+
+def test_documents_given_as_features_are_matched_on_the_fingerprint() -> None:
+    dd = VerifyingDeduplicator()
+    [kept] = dd.process(docs(WORDS))
+    features_only = Document("f", "", b"", features={"anything": 1.0})
+    decision = dd.decide_many([features_only], [kept.fingerprint])[0]
+    assert decision.status == "duplicate" and decision.duplicate_of == "0"
 
 
 def test_deduplicator_verifies_only_when_asked() -> None:
@@ -83,8 +136,8 @@ def test_deduplicator_verifies_only_when_asked() -> None:
 def test_cli_verify_keeps_reordered_words_apart() -> None:
     text = f"{WORDS}\n{SHUFFLED}\n"
     runner = CliRunner()
-    plain = runner.invoke(main, ["filter", "-q", "-"], input=text)
-    verified = runner.invoke(main, ["filter", "-q", "--verify", "0.8", "-"], input=text)
+    plain = runner.invoke(main, ["filter", "-q", "--no-verify", "-"], input=text)
+    verified = runner.invoke(main, ["filter", "-q", "-"], input=text)  # verified by default
     assert plain.exit_code == 0 and plain.stdout == f"{WORDS}\n"
     assert verified.exit_code == 0 and verified.stdout == text
     assert verified.stderr == ""
@@ -107,3 +160,26 @@ def test_decisions_do_not_depend_on_the_batch_size() -> None:
     }
     assert by_batch[1] == by_batch[3] == by_batch[256]
     assert by_batch[1][1] == ("unique", None) and by_batch[1][4] == ("duplicate", "1")
+
+
+def test_seeded_stress_decisions_do_not_depend_on_batches_or_where_sketches_come_from() -> None:
+    rng = random.Random(7)
+    vocabulary = [f"w{i}" for i in range(60)]
+    originals = [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 30))) for _ in range(900)]
+    texts = [t if rng.random() < 0.5 else t.replace(rng.choice(vocabulary), "edit") for t in originals * 2]
+    rng.shuffle(texts)
+    settings = Settings(distance=6)
+    fps = Deduplicator(settings).process(docs(*texts))
+    runs = []
+    for size, given in ((7, False), (300, False), (300, True)):
+        dd = VerifyingDeduplicator(settings)
+        out = []
+        for lo in range(0, len(texts), size):
+            batch = docs(*texts)[lo : lo + size]
+            sketches = text_sketches(texts[lo : lo + size]) if given else None
+            out += dd.decide_many(batch, [d.fingerprint for d in fps[lo : lo + size]], sketches)
+        dd._check()
+        runs.append([(d.status, d.duplicate_of) for d in out])
+    assert runs[0] == runs[1] == runs[2]
+    assert len(VerifyingDeduplicator(settings).process(docs(*texts))) == len(texts)
+    assert 1024 < sum(status == "unique" for status, _ in runs[0]) < len(texts)  # the arrays grew

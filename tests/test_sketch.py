@@ -1,0 +1,165 @@
+"""Sketches: fixed-size summaries of the verification shingles, and Jaccard estimates from them."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdedup.features import has_chinese, normalize, words
+from simdedup.sketch import SKETCH_BYTES, OnePermutation, shingle_hashes, similarity, text_sketches
+from simdedup.verify import jaccard
+from simdedup.verify import shingle_hashes as exact_shingles
+
+# Words, Chinese, and the characters in between (accents, full width, punctuation).
+TEXT = st.text(alphabet=st.sampled_from("ab cdé,.\n我們的软件ＡＢ1"), max_size=80) | st.lists(
+    st.sampled_from(["the", "fox", "我们", "軟體", "über", "x1", "", "!"]), max_size=40
+).map(" ".join)
+
+
+def exact(a: str, b: str) -> float:
+    return jaccard(exact_shingles(a), exact_shingles(b))
+
+
+def edited_pairs(seed: int, vocabulary: list[str], sep: str, n: int = 200) -> list[tuple[str, str]]:
+    """n documents of 30-400 units, each beside a copy with 0-15% of its units replaced."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        units = [rng.choice(vocabulary) for _ in range(rng.randint(30, 400))]
+        rate = rng.uniform(0.0, 0.15)
+        copy = [u if rng.random() >= rate else rng.choice(vocabulary) for u in units]
+        pairs.append((sep.join(units), sep.join(copy)))
+    return pairs
+
+
+def estimate_errors(pairs: list[tuple[str, str]]) -> np.ndarray:
+    got = similarity(text_sketches([a for a, _ in pairs]), text_sketches([b for _, b in pairs]))
+    return np.abs(got - np.array([exact(a, b) for a, b in pairs]))
+
+
+def test_sketches_are_fixed_size_bytes() -> None:
+    sketches = text_sketches(["a b c", "", "我们的软件" * 50, "word " * 1000])
+    assert sketches.shape == (4, SKETCH_BYTES) and sketches.dtype == np.uint8
+    assert SKETCH_BYTES <= 128
+
+
+@given(TEXT)
+def test_identical_texts_have_similarity_one(text: str) -> None:
+    sketches = text_sketches([text, text])
+    assert similarity(sketches[:1], sketches[1:]).tolist() == [1.0]
+
+
+@settings(max_examples=50)
+@given(st.lists(TEXT, max_size=8), st.randoms(use_true_random=False))
+def test_a_sketch_does_not_depend_on_its_batch(texts: list[str], rng: random.Random) -> None:
+    alone = [text_sketches([t])[0] for t in texts]
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    shuffled = text_sketches([texts[i] for i in order])
+    for row, i in enumerate(order):
+        assert np.array_equal(shuffled[row], alone[i])
+
+
+@settings(max_examples=50)
+@given(TEXT, TEXT)
+def test_similarity_is_symmetric_and_within_0_and_1(a: str, b: str) -> None:
+    sa, sb = text_sketches([a]), text_sketches([b])
+    forth, back = similarity(sa, sb), similarity(sb, sa)
+    assert forth.tolist() == back.tolist() and 0.0 <= forth[0] <= 1.0
+
+
+def reference_shingle_hashes(text: str) -> list[int]:
+    """One shingle at a time, in Python ints: the definition the batch path must match."""
+    m = (1 << 64) - 1
+
+    def fmix64(h: int) -> int:
+        h ^= h >> 33
+        h = h * 0xFF51AFD7ED558CCD & m
+        h ^= h >> 33
+        h = h * 0xC4CEB9FE1A85EC53 & m
+        return h ^ h >> 33
+
+    text = normalize(text)
+    chinese = has_chinese(text)
+    if chinese:
+        units = [ord(ch) for ch in "".join(words(text))]
+    else:
+        units = [xxhash.xxh3_64_intdigest(w.encode()) for w in words(text)]
+    if 0 < len(units) < 3:
+        units += [0] * (3 - len(units))
+    out = []
+    for a, b, c in zip(units, units[1:], units[2:]):
+        mixed = a << 42 | b << 21 | c if chinese else a * 0x9E3779B97F4A7C15 + b * 0xC2B2AE3D27D4EB4F + c
+        out.append(fmix64(mixed & m))
+    return out
+
+
+@settings(max_examples=50)
+@given(st.lists(TEXT, max_size=8))
+def test_batch_shingle_hashes_match_hashing_one_shingle_at_a_time(texts: list[str]) -> None:
+    hashes, counts = shingle_hashes(texts)
+    runs = np.split(hashes, np.cumsum(counts)[:-1]) if texts else []
+    assert [run.tolist() for run in runs] == [reference_shingle_hashes(t) for t in texts]
+
+
+def test_shingles_are_word_3_shingles_or_chinese_character_3_grams() -> None:
+    hashes, counts = shingle_hashes(["A b, C d", "我們的軟體", "one", "", "a b c d é"])
+    assert counts.tolist() == [2, 3, 1, 0, 3]
+    assert len(hashes) == counts.sum()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_estimates_track_exact_jaccard_of_edited_english(seed: int) -> None:
+    errors = estimate_errors(edited_pairs(seed, [f"w{i}" for i in range(2000)], " "))
+    assert errors.mean() < 0.03 and errors.max() < 0.15
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_estimates_track_exact_jaccard_of_edited_chinese(seed: int) -> None:
+    errors = estimate_errors(edited_pairs(seed, [chr(0x4E00 + i) for i in range(3000)], ""))
+    assert errors.mean() < 0.03 and errors.max() < 0.15
+
+
+def test_short_documents_are_compared_almost_exactly() -> None:
+    a = " ".join(f"w{i}" for i in range(40))
+    b = a.replace("w20", "x")  # 3 of 38 shingles changed: Jaccard 35 / 41
+    assert similarity(text_sketches([a]), text_sketches([b]))[0] == pytest.approx(exact(a, b), abs=0.02)
+
+
+def test_traditional_and_simplified_chinese_have_the_same_sketch() -> None:
+    traditional, simplified = text_sketches(["這個軟體可以在網路上免費下載", "这个软件可以在网络上免费下载"])
+    assert np.array_equal(traditional, simplified)
+    folded_off = text_sketches(["這個軟體可以在網路上免費下載", "这个软件可以在网络上免费下载"], fold=False)
+    assert similarity(folded_off[:1], folded_off[1:])[0] < 0.5
+
+
+def test_mixed_chinese_and_english_text_is_sketched_by_characters() -> None:
+    a = "Linux 和 macOS 都支持这个软件，可以在网络上免费下载使用。" * 3
+    b = a.replace("免费", "付费")
+    got = similarity(text_sketches([a]), text_sketches([b]))[0]
+    assert got == pytest.approx(exact(a, b), abs=0.05) and got < 1.0
+
+
+def test_empty_text_has_an_empty_sketch() -> None:
+    empty, words = text_sketches(["", "some words here"])
+    assert not empty.any()
+    assert similarity(empty[None], empty[None]).tolist() == [1.0]
+    assert similarity(empty[None], words[None]).tolist() == [0.0]
+
+
+def test_similarity_compares_many_rows_at_once() -> None:
+    texts = ["a b c d e f", "a b c d e g", "x y z w v u", ""]
+    s = text_sketches(texts)
+    got = similarity(s[[0, 0, 2, 3]], s[[0, 1, 0, 3]])
+    assert got.tolist() == pytest.approx([1.0, exact(texts[0], texts[1]), 0.0, 1.0], abs=0.01)
+
+
+@pytest.mark.parametrize(("bins", "bits"), [(100, 2), (4, 2), (512, 3), (512, 1)])
+def test_one_permutation_needs_a_power_of_two_of_bins_and_whole_codes_per_byte(bins: int, bits: int) -> None:
+    with pytest.raises(ValueError):
+        OnePermutation(bins, bits)
