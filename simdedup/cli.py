@@ -27,7 +27,6 @@ from .dedup import BATCH_SIZE, Decision, Deduplicator, batches
 from .features import extract
 from .fingerprint import FeatureHasher, fingerprint_batch, format_fingerprint
 from .fingerprint import distance as hamming
-from .index import fingerprint_array
 from .parallel import default_jobs, fingerprint_batches
 from .read import STDIN, Document, Problem, ReadOptions, read_documents
 from .report import (
@@ -453,14 +452,15 @@ class _Problems:
 
 
 def _fingerprinted(
-    paths: tuple[str, ...], settings: Settings, kw: dict[str, Any], messages: Messages
-) -> tuple[Iterator[tuple[list[Document], list[int | None]]], _Problems]:
-    """read -> batches -> fingerprints (in kw["jobs"] processes), for the commands that
-    only fingerprint; close the iterator to stop the workers."""
+    paths: tuple[str, ...], settings: Settings, kw: dict[str, Any], messages: Messages, sketches: bool = False
+) -> tuple[Iterator[tuple[Any, ...]], _Problems]:
+    """read -> batches -> fingerprints (and sketches) in kw["jobs"] processes, for the
+    commands that decide nothing; close the iterator to stop the workers."""
     sources = _sources(paths)
     problems = _Problems(messages)
     docs = read_documents(sources, _read_options(kw), problems, _binary(sys.stdin))
-    return fingerprint_batches(batches(docs, _batch_size(sources)), settings, kw["jobs"]), problems
+    batched = batches(docs, _batch_size(sources))
+    return fingerprint_batches(batched, settings, kw["jobs"], sketches=sketches), problems
 
 
 def _batch_size(sources: list[str]) -> int:
@@ -1118,6 +1118,7 @@ QUERY_COLUMNS = ("id", "status", "fingerprint", "duplicate_of", "distance", "dup
 @fingerprint_options
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl", "csv"]), default="tsv", show_default=True)
 @click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any document is a duplicate.")
+@verify_option
 @jobs_option
 @message_options
 @_broken_pipe_safe
@@ -1125,31 +1126,29 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
     """Check documents against a stored index, without adding them to it.
 
     One row per document, in input order: status `new` (no stored document within
-    the distance), `duplicate` (of the nearest stored document, with the run that kept
-    it) or `empty`. Documents are checked against the index only, not each other.
+    the distance that verifies), `duplicate` (of the stored document scan would pick,
+    with the run that kept it) or `empty`. Documents are checked against the index only, not each other.
     The fingerprint settings must be the index's.
 
     \b
     Example:
       simdedup index query crawl.sdx today.jsonl --format jsonl
     """
-    settings = _settings(kw)
+    settings, verify = _settings(kw), _verify(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
     stored = read_index(path)
     check_settings(path, stored.fingerprint, settings)
-    dd = stored.deduplicator(settings)
+    dd = deduplicator(settings, verify)
+    stored.load_into(dd)
     counts = {"new": 0, "duplicate": 0, "empty": 0}
     stream = _binary(sys.stdout)
     out = RecordWriter(stream, fmt, () if fmt == "jsonl" else QUERY_COLUMNS)
-    fingerprinted, problems = _fingerprinted(sources, settings, kw, messages)
+    fingerprinted, problems = _fingerprinted(sources, settings, kw, messages, sketches=verify is not None)
     try:
         with contextlib.closing(fingerprinted):
-            for batch, fps in fingerprinted:
-                present = [fp for fp in fps if fp is not None]
-                rows, distances = dd.index.nearest_many(fingerprint_array(present, settings.bits))
-                found = iter(zip(rows.tolist(), distances.tolist()))
-                for doc, fp in zip(batch, fps):
-                    row, d = next(found) if fp is not None else (-1, -1)
+            for batch, fps, *sketches in fingerprinted:
+                rows, distances = dd.match_many(batch, fps, *sketches)
+                for doc, fp, row, d in zip(batch, fps, rows.tolist(), distances.tolist()):
                     status = "empty" if fp is None else "duplicate" if row >= 0 else "new"
                     counts[status] += 1
                     near = row >= 0

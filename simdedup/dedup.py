@@ -187,6 +187,20 @@ class Deduplicator:
         self.index.add_many(words[kept])
         return decisions
 
+    def match_many(
+        self, docs: Sequence[Document], fps: Sequence[int | None], sketches: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For each document, the kept row it would duplicate and the distance, or -1 and
+        -1 (none, or no fingerprint); nothing is kept. Here: the nearest row within the
+        distance (ties: the earliest). `sketches` is for subclasses that verify."""
+        rows = np.full(len(fps), -1, dtype=np.int64)
+        dists = np.full(len(fps), -1, dtype=np.int64)
+        present = [i for i, fp in enumerate(fps) if fp is not None]
+        if present:
+            fparray = fingerprint_array([fps[i] for i in present], self.settings.bits)
+            rows[present], dists[present] = self.index.nearest_many(fparray)
+        return rows, dists
+
     def process(self, docs: Sequence[Document]) -> list[Decision]:
         return self.decide_many(docs, fingerprint_documents(docs, self.settings, self.hashfunc))
 

@@ -176,6 +176,29 @@ class VerifyingDeduplicator(Deduplicator):
         self.index.add_many(fparray[list(kept)])
         return decisions
 
+    def match_many(
+        self, docs: Sequence[Document], fps: Sequence[int | None], sketches: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For each document, the kept row it would duplicate and the distance, or -1 and
+        -1; nothing is kept. The row is chosen as decide_many chooses among kept rows:
+        verified ones first, the most similar, then the nearest, then the earliest."""
+        rows = np.full(len(fps), -1, dtype=np.int64)
+        dists = np.full(len(fps), -1, dtype=np.int64)
+        present = [i for i, fp in enumerate(fps) if fp is not None]
+        if not present:
+            return rows, dists
+        mine, has_mine = self._batch_sketches(docs, present, sketches)
+        q, found, ds = self.index.search(fingerprint_array([fps[i] for i in present], self.settings.bits))
+        sims = self._similarities(mine, has_mine, q, self._sketches, self._has, found)
+        ok = ~(sims < self.min_jaccard)  # NaN passes: decided on the fingerprint
+        q, found, ds, sims = q[ok], found[ok], ds[ok], sims[ok]
+        unverified = np.isnan(sims)
+        order = np.lexsort((found, ds, -np.nan_to_num(sims), unverified, q))
+        first = order[np.r_[True, q[order][1:] != q[order][:-1]]] if len(order) else order
+        at = np.asarray(present)[q[first]]
+        rows[at], dists[at] = found[first], ds[first]
+        return rows, dists
+
     def _batch_sketches(
         self, docs: Sequence[Document], present: list[int], sketches: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:

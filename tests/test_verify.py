@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,3 +184,40 @@ def test_seeded_stress_decisions_do_not_depend_on_batches_or_where_sketches_come
     assert runs[0] == runs[1] == runs[2]
     assert len(VerifyingDeduplicator(settings).process(docs(*texts))) == len(texts)
     assert 1024 < sum(status == "unique" for status, _ in runs[0]) < len(texts)  # the arrays grew
+
+
+@pytest.mark.parametrize("verify", [None, 0.8])
+def test_match_many_picks_what_deciding_one_at_a_time_would(verify: float | None) -> None:
+    rng = random.Random(11)
+    vocabulary = [f"w{i}" for i in range(40)]
+    kept = [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 25))) for _ in range(400)]
+    queries = [t.replace(rng.choice(vocabulary), "edit") for t in rng.sample(kept, 150)] + ["", "w1 w2"]
+    settings = Settings(distance=6)
+    dd = deduplicator(settings, verify)
+    dd.process(docs(*kept))
+    qdocs = docs(*queries)
+    fps = [d.fingerprint for d in Deduplicator(settings).process(qdocs)]
+    before = len(dd.ids)
+    rows, dists = dd.match_many(qdocs, fps)
+    assert len(dd.ids) == len(dd.index) == before  # nothing was kept
+    expected = []
+    for doc, fp in zip(qdocs, fps):
+        alone = deduplicator(settings, verify)
+        alone.process(docs(*kept))
+        d = alone.decide_many([doc], [fp])[0]
+        expected.append((d.row, d.distance) if d.status == "duplicate" else (-1, -1))
+    assert list(zip(rows.tolist(), dists.tolist())) == expected
+    assert sum(r >= 0 for r in rows.tolist()) > 10
+
+
+def test_cli_index_query_verifies_like_scan(tmp_path: Path) -> None:
+    day1, day2, index = tmp_path / "day1.txt", tmp_path / "day2.txt", tmp_path / "seen.sdx"
+    day1.write_text(WORDS + "\n")
+    day2.write_text(SHUFFLED + "\n" + EDITED + "\n")  # the same words reversed; one word edited
+    runner = CliRunner()
+    assert runner.invoke(main, ["scan", str(day1), "--index", str(index), "-k", "8"]).exit_code == 0
+    expected = {"--verify=0.7": ["new", "duplicate"], "--no-verify": ["duplicate", "duplicate"]}
+    for flag, statuses in expected.items():
+        result = runner.invoke(main, ["index", "query", str(index), str(day2), "-k", "8", flag])
+        rows = [line.split("\t") for line in result.stdout.splitlines()[1:]]
+        assert [r[1] for r in rows] == statuses, flag
