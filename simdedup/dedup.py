@@ -19,7 +19,7 @@ import numpy as np
 from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, fingerprint_work
 from .index import BlockIndex, fingerprint_array, near_pair_arrays
 from .read import Document
-from .settings import Settings
+from .settings import MIN_JACCARD, Settings
 
 Status = Literal["unique", "duplicate", "empty"]
 
@@ -218,14 +218,24 @@ def dedup(
     hashfunc: HashFunc | None = None,
     deduplicator: Deduplicator | None = None,
     batch_size: int = BATCH_SIZE,
+    verify: float | None = MIN_JACCARD,
 ) -> Iterator[Decision]:
-    """A Decision for every document, in input order.
+    """A Decision for every document, in input order, as `simdedup scan` decides: a
+    match within the distance is verified at Jaccard >= `verify` (None: not verified).
+    A given `deduplicator` decides as it was made to.
 
     >>> from simdedup.read import Document
     >>> docs = [Document(str(i), t, b"") for i, t in enumerate(["a b c d", "a b c d", ""])]
     >>> [d.status for d in dedup(docs)]
     ['unique', 'duplicate', 'empty']
     """
-    dd = deduplicator or Deduplicator(settings, hashfunc)
+    if deduplicator is not None:
+        dd = deduplicator
+    elif verify is None:
+        dd = Deduplicator(settings, hashfunc)
+    else:
+        from .verify import VerifyingDeduplicator  # it builds on this module
+
+        dd = VerifyingDeduplicator(settings, hashfunc, min_jaccard=verify)
     for batch in batches(documents, batch_size):
         yield from dd.process(batch)

@@ -21,6 +21,8 @@ TOKENIZERS: tuple[str, ...] = ("auto", "words", "jieba", "chars")
 WEIGHTS: tuple[str, ...] = ("tf", "tfidf", "binary")
 BIT_WIDTHS: tuple[int, ...] = (64, 128)
 MAX_DISTANCE = 16
+#: The default minimum Jaccard similarity (estimated from sketches) of a verified match.
+MIN_JACCARD = 0.8
 #: Up to this distance the index keys its tables on pairs of blocks (see index_layout).
 PAIRED_UP_TO = 4
 

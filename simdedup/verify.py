@@ -17,14 +17,11 @@ from .dedup import Decision, Deduplicator, Ids
 from .fingerprint import HashFunc
 from .index import BlockIndex, fingerprint_array, near_pair_arrays
 from .read import Document
-from .settings import Settings
+from .settings import MIN_JACCARD, Settings
 from .sketch import SHINGLE, SKETCH, Sketcher
 from .sketch import shingle_hashes as _shingle_runs
 
 __all__ = ["MIN_JACCARD", "SHINGLE", "VerifyingDeduplicator", "deduplicator", "jaccard", "shingle_hashes"]
-
-#: The default minimum Jaccard similarity for a verified duplicate.
-MIN_JACCARD = 0.8
 
 
 def shingle_hashes(text: str, fold: bool = True) -> np.ndarray:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdedup import Deduplicator, Document, Settings
+from simdedup import Deduplicator, Document, Settings, dedup
 
 
 def decide_all(fps: list[int | None], k: int = 3) -> list[tuple[str, str | None, int | None]]:
@@ -104,3 +104,11 @@ def test_an_empty_index_given_to_the_deduplicator_is_the_one_it_fills() -> None:
     dd = Deduplicator(Settings(), index=index)
     dd.decide_many([Document("a", "", b"")], [0])
     assert dd.index is index and len(index) == 1
+
+
+def test_the_library_dedup_verifies_like_the_cli_unless_told_not_to() -> None:
+    words = "the quick brown fox jumps over the lazy dog near the river bank today"
+    shuffled = " ".join(reversed(words.split()))  # the same words: the same fingerprint
+    texts = [Document(str(i), t, b"") for i, t in enumerate([words, shuffled])]
+    assert [d.status for d in dedup(texts)] == ["unique", "unique"]
+    assert [d.status for d in dedup(texts, verify=None)] == ["unique", "duplicate"]

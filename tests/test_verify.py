@@ -42,7 +42,7 @@ def test_jaccard_of_hash_sets() -> None:
 
 
 def test_a_match_with_other_text_is_not_a_duplicate_when_verified() -> None:
-    plain = [d.status for d in dedup(docs(WORDS, SHUFFLED))]
+    plain = [d.status for d in dedup(docs(WORDS, SHUFFLED), verify=None)]
     verified = [d.status for d in dedup(docs(WORDS, SHUFFLED), deduplicator=VerifyingDeduplicator())]
     assert plain == ["unique", "duplicate"]
     assert verified == ["unique", "unique"]
