@@ -34,9 +34,9 @@ Scores (per language)
     components of the truth graph; the largest group; throughput in documents per
     second from text (each method in its own worker process).
 
-    simdedup: `dedup()` of the library, with each --settings. With verify=J, a
-    VerifyingDeduplicator checks candidates at Jaccard >= J, estimated from the
-    library's sketch, or with sketch=SPEC from another: `exact` (every shingle hash:
+    simdedup: `dedup()` of the library, with each --settings. Verified at Jaccard 0.8
+    as the CLI is unless verify=off; verify=J checks candidates at Jaccard >= J,
+    estimated from the library's sketch, or with sketch=SPEC from another: `exact` (every shingle hash:
     the reference), `oph:BINS:BITS` (one-permutation hashing) or `bottomk:K`; the
     report then adds the microseconds per document to sketch each one.
     MinHash LSH (datasketch, 128 permutations, threshold 0.8): the truth's own shingle
@@ -47,7 +47,7 @@ Scores (per language)
 
 Run
     .venv/bin/python benchmarks/quality.py                  # about 3 minutes on 2 cores
-    .venv/bin/python benchmarks/quality.py --settings distance=4 --settings weights=tf,fold=false
+    .venv/bin/python benchmarks/quality.py --settings distance=6 --settings verify=off,distance=3
     .venv/bin/python benchmarks/quality.py --settings distance=5,verify=0.8,sketch=exact \
         --settings distance=5,verify=0.8 --settings distance=5,verify=0.8,sketch=oph:1024:2
 """
@@ -87,7 +87,7 @@ from realtext import (
 from simdedup import Deduplicator, Document, Settings, dedup, features
 from simdedup.features import tokenize, weigh
 from simdedup.fingerprint import FeatureHasher, fingerprint_batch, text_batch_fingerprints
-from simdedup.settings import FINGERPRINT_SPEC_VERSION
+from simdedup.settings import FINGERPRINT_SPEC_VERSION, MIN_JACCARD
 from simdedup.sketch import SKETCH, OnePermutation, Sketcher, shingle_hashes
 from simdedup.verify import VerifyingDeduplicator
 
@@ -454,7 +454,7 @@ def run_grid(lang: str) -> list[tuple[str, int, dict[str, Any]]]:
     for seed in range(6):
         s = Settings(seed=seed)
         fps = fingerprint_batch([weigh(t, s) for t in tokens], 64, FeatureHasher(64, seed))
-        out.append((f"tf (default), hash seed {seed}", 3, score(keep_first_groups(fps, s), c)))
+        out.append((f"tf (default), hash seed {seed}", s.distance, score(keep_first_groups(fps, s), c)))
     if lang == "zh":
         for config in ("t2s", "hk2s", None):
             features.SCRIPT_FOLD = config or features.SCRIPT_FOLD
@@ -597,13 +597,13 @@ def parse_settings(spec: str) -> Row:
     -> (Settings(weights='tf', distance=4), 0.8, 'exact')."""
     types = {f.name: f.type for f in fields(Settings)}
     kwargs: dict[str, Any] = {}
-    verify = None
+    verify: float | None = MIN_JACCARD  # as the CLI: verified unless verify=off
     sketch = ""
     for item in filter(None, spec.split(",")):
         key, _, value = item.partition("=")
         key = key.strip().replace("-", "_")
         if key == "verify":
-            verify = float(value)
+            verify = None if value.strip().lower() in ("off", "none", "no") else float(value)
             continue
         if key == "sketch":
             sketcher(value.strip(), [])  # fail early on a bad spec
@@ -622,20 +622,23 @@ def parse_settings(spec: str) -> Row:
 
 
 def presets() -> list[tuple[str, Row]]:
-    """The rows scored when no --settings is given: the defaults, the defaults before the
-    script fold, larger distances, and --verify."""
+    """The rows scored when no --settings is given: the defaults (k = 4, verified at 0.8
+    with sketches), the defaults before verification (k = 3, --no-verify), each change
+    on its own, the script fold off, other distances, and exact Jaccard instead of the
+    sketch."""
     default = Settings()
+    k = default.distance
     return [
-        ("simdedup defaults", (default, None, "")),
-        ("defaults, --no-fold (spec 1)", (replace(default, fold=False), None, "")),
-        ("defaults, -k 4", (replace(default, distance=4), None, "")),
-        ("defaults, -k 6", (replace(default, distance=6), None, "")),
-        ("--verify 0.8", (default, 0.8, "")),
-        ("--verify 0.8 -k 4", (replace(default, distance=4), 0.8, "")),
-        ("--verify 0.8 -k 5", (replace(default, distance=5), 0.8, "")),
-        ("--verify 0.8 -k 5, exact Jaccard", (replace(default, distance=5), 0.8, "exact")),
-        ("--verify 0.8 -k 6", (replace(default, distance=6), 0.8, "")),
-        ("--verify 0.8 -k 8", (replace(default, distance=8), 0.8, "")),
+        (f"simdedup defaults (k = {k}, verified)", (default, MIN_JACCARD, "")),
+        ("--no-verify -k 3 (the defaults before)", (replace(default, distance=3), None, "")),
+        (f"--no-verify (k = {k})", (default, None, "")),
+        ("-k 3", (replace(default, distance=3), MIN_JACCARD, "")),
+        ("--no-fold", (replace(default, fold=False), MIN_JACCARD, "")),
+        ("-k 5", (replace(default, distance=5), MIN_JACCARD, "")),
+        ("-k 6", (replace(default, distance=6), MIN_JACCARD, "")),
+        ("-k 8", (replace(default, distance=8), MIN_JACCARD, "")),
+        (f"exact Jaccard (k = {k})", (default, MIN_JACCARD, "exact")),
+        ("-k 6, exact Jaccard", (replace(default, distance=6), MIN_JACCARD, "exact")),
     ]
 
 
@@ -780,7 +783,8 @@ def print_grid(jobs: int) -> None:
         row += [f"{got[lang, k]['F1']:.3f} / {got[lang, k]['largest']}" for lang in LANGS for k in GRID_KS]
         rows.append(row)
     print(table(rows, header))
-    print("\n## The default's spread over feature-hash seeds (k=3)\n")
+    k = Settings().distance
+    print(f"\n## The default fingerprint's spread over feature-hash seeds (k={k}, no --verify)\n")
     rows = [
         [name]
         + [f"{out['F1']:.3f} / {out['largest']}" for lang in LANGS for n, k, out in grids[lang] if n == name]
