@@ -329,11 +329,11 @@ class BlockIndex:
     """Exact search for stored fingerprints within `distance` bits of a query.
 
     Rows are numbered 0, 1, 2, ... in insertion order. Layout (settings.index_layout):
-    for distance d <= 4, d + 2 blocks and one table per pair of blocks (10 tables at
+    for distance d <= 6, d + 2 blocks and one table per pair of blocks (10 tables at
     d = 3, 15 at d = 4): two fingerprints within d bits differ in at most d blocks, so they agree on
     at least two, and a pair of ~13-bit blocks makes a ~26-bit key that stays selective
     on real text, where common words make single 16-bit blocks hot (Manku et al. use
-    several permuted tables for the same reason). From d = 5 on, the classic d + 1
+    several permuted tables for the same reason). From d = 7 on, the classic d + 1
     blocks, one table each.
 
     Storage: the fingerprints in one growing uint64 array; rows sit in immutable runs

@@ -24,7 +24,7 @@ MAX_DISTANCE = 16
 #: The default minimum Jaccard similarity (estimated from sketches) of a verified match.
 MIN_JACCARD = 0.8
 #: Up to this distance the index keys its tables on pairs of blocks (see index_layout).
-PAIRED_UP_TO = 4
+PAIRED_UP_TO = 6
 
 
 @dataclass(frozen=True)
@@ -93,12 +93,12 @@ def block_layout(bits: int, distance: int) -> tuple[tuple[int, int], ...]:
 def index_layout(bits: int, distance: int) -> tuple[tuple[tuple[int, int], ...], int]:
     """The BlockIndex's blocks and how many of them each table keys on.
 
-    Up to distance 4: distance + 2 blocks, keyed on pairs. Two fingerprints within
-    `distance` still agree on two whole blocks, and a pair of blocks makes a wide key
-    that common words cannot make hot (10 tables at distance 3, 15 at 4). Beyond that,
-    pairs of ever narrower blocks stop paying for their tables (21 at distance 5 were no
-    faster than single blocks on benchmarks/index_bench.py's corpus), so: distance + 1
-    blocks, one each.
+    Up to distance 6: distance + 2 blocks, keyed on pairs. Two fingerprints within
+    `distance` still agree on two whole blocks, and a pair of blocks makes a wider key
+    than one block, which common words make hot less often (10 tables at distance 3,
+    15 at 4, 28 at 6: 3.2 to 5.5 times faster than single blocks on
+    benchmarks/layouts.py's corpus, for 3 to 4 times the memory). Beyond that: distance
+    + 1 blocks, one each, to bound the memory (45 pair tables at distance 8).
     """
     if distance <= PAIRED_UP_TO:
         return block_layout(bits, distance + 1), 2
