@@ -11,12 +11,15 @@ What it measures:
 * Throughput in documents per second:
   - the floor: a bare ``re.findall(r"\\w+", text)`` pass over the same texts;
   - simdedup end to end in-process (text -> fingerprint, default Settings, batches
-    of simdedup.dedup.BATCH_SIZE as the CLI makes them);
+    of simdedup.dedup.BATCH_SIZE as the CLI makes them), and the same with the
+    verification sketch made in the same pass, as the default scan's workers do;
   - the fingerprint stage alone on the same word features (64 bits, term-frequency
     weights): simdedup's ``fingerprint_batch`` against the PyPI ``simhash.Simhash``,
     with its default md5 feature hash and with simdedup's xxh3_64 (which must then
     give identical fingerprints);
-  - the real CLI once, end to end: ``simdedup scan FILE --format tsv -q`` in a subprocess.
+  - the real CLI once, end to end: ``simdedup scan FILE --format tsv -q`` in a subprocess,
+    verified (the default) and with ``--no-verify``, and ``simdedup fingerprint FILE``,
+    each with --jobs 1 and 2.
 * All-pairs near-duplicate search, k = 3: simdedup's ``near_pairs`` (a BlockIndex) on the
   corpus fingerprints and on as many uniform random 64-bit fingerprints (real text
   makes hot buckets), and the PyPI ``simhash.SimhashIndex`` (k = 3) on the first
@@ -59,6 +62,7 @@ import xxhash
 from simdedup import BlockIndex, FeatureHasher, Settings, extract, fingerprint_batch, near_pairs
 from simdedup.dedup import BATCH_SIZE
 from simdedup.fingerprint import fingerprint_texts
+from simdedup.sketch import fingerprints_and_sketches
 
 T = TypeVar("T")
 
@@ -251,6 +255,17 @@ def simdedup_end_to_end(texts: Sequence[str], settings: Settings | None = None) 
     return fps
 
 
+def simdedup_with_sketches(texts: Sequence[str]) -> list[int | None]:
+    """Text -> fingerprint and verification sketch, as the default (verified) scan's
+    workers make them: one pass per batch (sketch.fingerprints_and_sketches)."""
+    settings = Settings()
+    hasher = FeatureHasher(settings.bits, settings.seed)
+    fps: list[int | None] = []
+    for batch in chunks(texts):
+        fps.extend(fingerprints_and_sketches(batch, settings, hasher)[0])
+    return fps
+
+
 def word_features(texts: Sequence[str]) -> list[dict[str, float]]:
     """simdedup's word features (normalized, \\w+ tokens, term-frequency weights)."""
     settings = Settings(tokenizer="words")
@@ -276,7 +291,8 @@ class CliRuns:
     """The real CLI on the corpus file, each run once, CPU time from os.wait4."""
 
     docs: int
-    #: "scan 1", "scan 2" (--jobs), "fingerprint 1", "fingerprint 2"
+    #: "scan 1", "scan 2" (--jobs; verified, the default), "scan-no-verify 1", "scan-no-verify 2",
+    #: "fingerprint 1", "fingerprint 2"
     runs: dict[str, scaling.Run]
     start_up: scaling.Run
     lines: int
@@ -297,23 +313,40 @@ class CliRuns:
         return self.docs / seconds if seconds else float("nan")
 
 
+#: The CLI runs: name -> (command, its options after FILE). The default scan verifies.
+CLI_RUNS = {
+    "scan": ("scan", ["--format", "tsv", "-q"]),
+    "scan-no-verify": ("scan", ["--format", "tsv", "-q", "--no-verify"]),
+    "fingerprint": ("fingerprint", []),
+}
+
+
+def cli_label(name: str) -> str:
+    """The run "scan-no-verify 2" as a command line: simdedup scan FILE --no-verify --jobs 2."""
+    what, jobs = name.split()
+    command, extra = CLI_RUNS[what]
+    flags = "".join(f" {x}" for x in extra if x == "--no-verify")
+    return f"simdedup {command} FILE{flags} --jobs {jobs}"
+
+
 def run_cli(path: str, docs: int, workdir: str, jobs: Sequence[int] = (1, 2)) -> CliRuns:
-    """`simdedup scan FILE --format tsv -q` and `simdedup fingerprint FILE` with each
-    --jobs, and `simdedup --version` for the start-up alone."""
+    """`simdedup scan FILE --format tsv -q` (verified, the default, and with --no-verify)
+    and `simdedup fingerprint FILE` with each --jobs, and `simdedup --version` for the
+    start-up alone."""
     cmd = scaling.simdedup_command()
     start_up = scaling.run_measured([*cmd, "--version"])
     capacity = scaling.parallel_capacity()
     runs, outputs = {}, {}
-    for command, extra in (("scan", ["--format", "tsv", "-q"]), ("fingerprint", [])):
+    for name, (command, extra) in CLI_RUNS.items():
         for j in jobs:
-            out_path = os.path.join(workdir, f"{command}{j}.out")
-            summary = os.path.join(workdir, f"{command}{j}.json") if command == "scan" else None
+            out_path = os.path.join(workdir, f"{name}{j}.out")
+            summary = os.path.join(workdir, f"{name}{j}.json") if command == "scan" else None
             with open(out_path, "wb") as out:
                 run = scaling.run_measured([*cmd, command, path, *extra, "--jobs", str(j)], out, summary)
             if run.status:
-                raise RuntimeError(f"simdedup {command} --jobs {j} failed: {run.stderr}")
-            runs[f"{command} {j}"] = run
-            outputs[command, j] = Path(out_path).read_bytes()
+                raise RuntimeError(f"{cli_label(f'{name} {j}')} failed: {run.stderr}")
+            runs[f"{name} {j}"] = run
+            outputs[name, j] = Path(out_path).read_bytes()
     same = all(outputs[c, j] == outputs[c, jobs[0]] for c, j in outputs)
     return CliRuns(docs, runs, start_up, outputs["scan", jobs[0]].count(b"\n"), same, capacity)
 
@@ -392,6 +425,7 @@ def measure_throughput(texts: Sequence[str], repeat: int) -> Throughput:
     passes: dict[str, Callable[[], list]] = {
         "floor": lambda: [tokenize_floor(texts)],
         "e2e": lambda: simdedup_end_to_end(texts),
+        "e2e_sketch": lambda: simdedup_with_sketches(texts),
         "stage": lambda: simdedup_fingerprint_stage(features),
         "md5": lambda: pypi_fingerprints(int_features),
         "xxh": lambda: pypi_fingerprints(int_features, xxhash.xxh3_64_intdigest),
@@ -563,6 +597,7 @@ def throughput_table(tp: Throughput) -> str:
     labels = {
         "floor": 're.findall(r"\\w+", text) only: the floor',
         "e2e": "simdedup text -> fingerprint, in-process",
+        "e2e_sketch": "  the same + verification sketch (the default)",
         "stage": "simdedup fingerprint stage, from features",
         "md5": "PyPI Simhash, same features, md5 (default)",
         "xxh": "PyPI Simhash, same features, xxh3_64",
@@ -576,12 +611,11 @@ def throughput_table(tp: Throughput) -> str:
         rows.append((f"simhash-pybind: not run ({tp.pybind.error})", "", "", ""))
     cli = tp.cli
     for name, run in cli.runs.items():
-        command, jobs = name.split()
-        label = f"CLI: simdedup {command} FILE --jobs {jobs}"
-        label += " (wall: run loop)" if command == "scan" else ""
+        scan = name.startswith("scan")
+        label = f"CLI: {cli_label(name)}" + (" (wall: run loop)" if scan else "")
         wall = f"{run.wall:.2f}"
         rate = _num(cli.per_wall(name))
-        if command == "scan":
+        if scan:
             rate += f" ({_num(cli.loop_rate(name))})"
         rows.append((label, wall, rate, _num(cli.per_cpu(name))))
     rows.append(("CLI start-up alone: simdedup --version", f"{cli.start_up.wall:.2f}", "", ""))
@@ -669,6 +703,11 @@ def cli_ratio_rows(
             f"{cli.loop_rate('scan 1') / floor:.3f}",
             "no start-up, wall time",
         ),
+        (
+            f"CLI scan --no-verify --jobs 1 / {floor_name}, docs per CPU s",
+            f"{cli.per_cpu('scan-no-verify 1') / floor:.3f}",
+            "verification's cost: the gap to the first row",
+        ),
     ]
     for name, (cpu, _) in pybind.runs.items() if pybind else ():
         rows.append(
@@ -685,17 +724,18 @@ def cli_ratio_rows(
             "the machine's free cores just then: --jobs 2's ceiling",
         )
     )
-    for command in ("scan", "fingerprint"):
+    for command in ("scan", "scan-no-verify", "fingerprint"):
+        shown = command.replace("-no-verify", " --no-verify")
         rows.append(
             (
-                f"CLI {command} --jobs 2 / --jobs 1, docs/s (wall)",
+                f"CLI {shown} --jobs 2 / --jobs 1, docs/s (wall)",
                 f"{cli.per_wall(command + ' 2') / cli.per_wall(command + ' 1'):.2f}",
                 "target >= 1.8 on 2 cores",
             )
         )
         rows.append(
             (
-                f"  CPU time of {command} --jobs 2 / --jobs 1",
+                f"  CPU time of {shown} --jobs 2 / --jobs 1",
                 f"{cli.runs[command + ' 2'].cpu / cli.runs[command + ' 1'].cpu:.2f}",
                 "the pool's overhead: 1.0 is none",
             )
@@ -736,6 +776,7 @@ def measure_chinese(count: int, seed: int, repeat: int) -> Chinese:
     passes: dict[str, Callable[[], object]] = {
         "floor": lambda: [jieba.lcut(t) for t in texts],
         "e2e": lambda: simdedup_end_to_end(texts),
+        "e2e_sketch": lambda: simdedup_with_sketches(texts),
         # the same without folding traditional to simplified (opencc), to show its share
         "e2e_nofold": lambda: simdedup_end_to_end(texts, Settings(fold=False)),
     }
@@ -759,6 +800,12 @@ def chinese_table(zh: Chinese) -> str:
         ),
         ("simdedup text -> fingerprint, in-process", f"{zh.seconds['e2e']:.2f}", "", _num(zh.rate("e2e"))),
         (
+            "  the same + verification sketch (the default)",
+            f"{zh.seconds['e2e_sketch']:.2f}",
+            "",
+            _num(zh.rate("e2e_sketch")),
+        ),
+        (
             "  the same with --no-fold (no opencc)",
             f"{zh.seconds['e2e_nofold']:.2f}",
             "",
@@ -766,13 +813,12 @@ def chinese_table(zh: Chinese) -> str:
         ),
     ]
     for name, run in zh.cli.runs.items():
-        command, jobs = name.split()
         rate = _num(zh.cli.per_wall(name))
-        if command == "scan":
+        if name.startswith("scan"):
             rate += f" ({_num(zh.cli.loop_rate(name))})"
         rows.append(
             (
-                f"CLI: simdedup {command} FILE --jobs {jobs}",
+                f"CLI: {cli_label(name)}",
                 f"{run.wall:.2f}",
                 rate,
                 _num(zh.cli.per_cpu(name)),

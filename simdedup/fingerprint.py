@@ -15,7 +15,14 @@ from itertools import islice
 import numpy as np
 import xxhash
 
-from .features import Features, ascii_word_spans, features_of_normalized, normalized, tokens_of_normalized
+from .features import (
+    Features,
+    ascii_word_spans,
+    features_of_normalized,
+    has_chinese,
+    normalized,
+    tokens_of_normalized,
+)
 from .settings import Settings
 from .xxh3 import hash_spans
 
@@ -25,6 +32,9 @@ HashFunc = Callable[[str], int]
 _MASK64 = (1 << 64) - 1
 #: Documents fingerprinted together: large enough for numpy, small enough for pipelines.
 BATCH_SIZE = 256
+#: Some texts of a batch as runs of their \w+ words' xxh3-64 hashes: (the texts' rows in
+#: the batch, the hashes, one run per text in that order, and each run's length).
+WordRuns = tuple[list[int], np.ndarray, np.ndarray]
 
 
 class FeatureHasher:
@@ -182,11 +192,22 @@ def text_batch_fingerprints(
     extract(), with the common case (word or jieba tokens, term frequencies, xxh3-64)
     summed per token occurrence in numpy, and ASCII text tokenized and hashed there too,
     without a Python object per token."""
+    return normalized_batch_fingerprints([normalized(t, settings) for t in texts], settings, hashfunc)[0]
+
+
+def normalized_batch_fingerprints(
+    norm: Sequence[str], settings: Settings, hashfunc: HashFunc | None = None
+) -> tuple[list[int | None], list[WordRuns]]:
+    """text_batch_fingerprints() of texts that normalized() already made, and the word
+    hashes it summed, for the verification sketches (sketch.sketches_of_normalized) to
+    reuse: runs for the texts without Han characters, whose tokens are their \\w+ words
+    hashed by xxh3-64. No runs on the general path (other settings or hash function)."""
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
-    norm = [normalized(t, settings) for t in texts]
     if not _occurrence_path(settings, hashfunc):
-        return fingerprint_batch([features_of_normalized(t, settings) for t in norm], settings.bits, hashfunc)
+        features = [features_of_normalized(t, settings) for t in norm]
+        return fingerprint_batch(features, settings.bits, hashfunc), []
     fps: list[int | None] = [None] * len(norm)
+    runs: list[WordRuns] = []
     ascii_rows = [i for i, t in enumerate(norm) if t.isascii()]
     if len(ascii_rows) < len(norm):
         other = [i for i, t in enumerate(norm) if not t.isascii()]
@@ -199,11 +220,18 @@ def text_batch_fingerprints(
         hashes = np.array(hashfunc.many(tokens), dtype=np.uint64)  # type: ignore[attr-defined]
         for i, fp in zip(other, occurrence_fingerprints(hashes, counts)):
             fps[i] = fp
+        # Without Han characters both tokenizers ("auto", "words") give the \w+ words.
+        wordy = np.array([not has_chinese(norm[i]) for i in other], dtype=bool)
+        if wordy.any():
+            rows = [i for i, w in zip(other, wordy.tolist()) if w]
+            runs.append((rows, hashes[np.repeat(wordy, counts)], counts[wordy]))
     if ascii_rows:
-        rows = norm if len(ascii_rows) == len(norm) else [norm[i] for i in ascii_rows]
-        for i, fp in zip(ascii_rows, ascii_word_fingerprints(rows)):
+        texts = norm if len(ascii_rows) == len(norm) else [norm[i] for i in ascii_rows]
+        hashes, counts = ascii_word_hashes(texts)
+        for i, fp in zip(ascii_rows, occurrence_fingerprints(hashes, counts)):
             fps[i] = fp
-    return fps
+        runs.append((ascii_rows, hashes, counts))
+    return fps, runs
 
 
 def _occurrence_path(settings: Settings, hashfunc: HashFunc) -> bool:
@@ -235,18 +263,24 @@ _LANE_MAX = 255
 
 def ascii_word_fingerprints(texts: Sequence[str]) -> list[int | None]:
     """64-bit fingerprints of normalized ASCII texts: \\w+ tokens, term-frequency
-    weights, xxh3-64; None for a text without a word. The whole batch is one buffer in
-    which numpy finds the tokens (features.ascii_word_spans) and hashes them
-    (xxh3.hash_spans)."""
+    weights, xxh3-64; None for a text without a word."""
+    return occurrence_fingerprints(*ascii_word_hashes(texts))
+
+
+def ascii_word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes, counts): the xxh3-64 hashes of ASCII texts' \\w+ words, one run per text,
+    and how many each text has. The whole batch is one buffer in which numpy finds the
+    words (features.ascii_word_spans) and hashes them (xxh3.hash_spans), without a
+    Python object per word."""
     n = len(texts)
-    # A space between documents: no token runs from one into the next.
+    # A space between documents: no word runs from one into the next.
     data = " ".join(texts).encode("ascii")
     doc_starts = np.zeros(n, dtype=np.intp)
     if n > 1:
         np.cumsum([len(t) + 1 for t in texts[:-1]], out=doc_starts[1:])
     starts, ends = ascii_word_spans(data)
     counts = np.diff(np.searchsorted(starts, doc_starts), append=len(starts))
-    return occurrence_fingerprints(hash_spans(data, starts, ends), counts)
+    return hash_spans(data, starts, ends), counts
 
 
 def occurrence_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int | None]:

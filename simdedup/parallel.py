@@ -28,7 +28,7 @@ import numpy as np
 from .fingerprint import FeatureHasher, HashFunc, fingerprint_work
 from .read import Document
 from .settings import Settings
-from .sketch import text_sketches
+from .sketch import fingerprints_and_sketches
 from .status import WorkerError
 
 #: Batches a worker may have waiting beside the one it works on: enough to keep every
@@ -62,11 +62,11 @@ def batch_fingerprints(
 
 
 def batch_results(work: Work, settings: Settings, hasher: HashFunc, sketches: bool) -> Result:
-    """A batch's fingerprints, and with `sketches` their texts' verification sketches."""
-    fps = fingerprint_work(work, settings, hasher)
-    if not sketches:
-        return fps
-    return fps, text_sketches([w if isinstance(w, str) else "" for w in work], settings.fold)
+    """A batch's fingerprints, and with `sketches` their texts' verification sketches
+    (from the same pass over the texts)."""
+    if sketches:
+        return fingerprints_and_sketches(work, settings, hasher)
+    return fingerprint_work(work, settings, hasher)
 
 
 def fingerprint_batches(

@@ -5,7 +5,8 @@ Chinese) after features.normalize(). A sketch is SKETCH_BYTES (128) bytes whatev
 text's length: one-permutation hashing, 512 bins of 2 bits, picked on
 benchmarks/quality.py against exact Jaccard (pair F1 within 0.01 of it at k = 4-6).
 Pure functions over batches: a document's sketch never depends on the batch it is in.
-Never prints, never reads files.
+fingerprints_and_sketches() makes a batch's fingerprints and sketches in one pass over
+its texts. Never prints, never reads files.
 """
 
 from __future__ import annotations
@@ -16,9 +17,16 @@ from typing import Protocol
 
 import numpy as np
 
-from .features import ascii_word_spans, has_chinese, normalize, words
-from .fingerprint import FeatureHasher
-from .xxh3 import hash_spans
+from .features import Features, has_chinese, normalize, normalized, words
+from .fingerprint import (
+    FeatureHasher,
+    HashFunc,
+    WordRuns,
+    ascii_word_hashes,
+    fingerprint_work,
+    normalized_batch_fingerprints,
+)
+from .settings import Settings
 
 #: Shingle length for verification: words for most text, characters for Chinese.
 SHINGLE = 3
@@ -57,25 +65,26 @@ def _fmix64(h: np.ndarray) -> np.ndarray:
     return h
 
 
-def _units(norm: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _units(norm: Sequence[str], known: Sequence[WordRuns] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(units, counts, chinese): every normalized text's shingle units one run after
     another (xxh3-64 of each word; the code point of each word character for text with
-    Chinese), how many each text has, and which texts are Chinese."""
+    Chinese), how many each text has, and which texts are Chinese. The texts in `known`
+    (without Chinese) have their word hashes there already."""
     n = len(norm)
     counts = np.zeros(n, np.intp)
     chinese = np.zeros(n, bool)
-    ascii_rows = [i for i, t in enumerate(norm) if t.isascii()]
     parts: list[tuple[list[int], np.ndarray]] = []
+    todo = np.ones(n, bool)
+    for rows, hashes, run_counts in known:
+        counts[rows] = run_counts
+        todo[rows] = False
+        parts.append((rows, hashes))
+    rest = np.flatnonzero(todo).tolist() if known else range(n)
+    ascii_rows = [i for i in rest if norm[i].isascii()]
     if ascii_rows:
-        texts = [norm[i] for i in ascii_rows]
-        # A space between documents: no word runs from one into the next.
-        data = " ".join(texts).encode("ascii")
-        doc_starts = np.zeros(len(texts), np.intp)
-        np.cumsum([len(t) + 1 for t in texts[:-1]], out=doc_starts[1:])
-        starts, ends = ascii_word_spans(data)
-        counts[ascii_rows] = np.diff(np.searchsorted(starts, doc_starts), append=len(starts))
-        parts.append((ascii_rows, hash_spans(data, starts, ends)))
-    other = [i for i, t in enumerate(norm) if not t.isascii()]
+        hashes, counts[ascii_rows] = ascii_word_hashes([norm[i] for i in ascii_rows])
+        parts.append((ascii_rows, hashes))
+    other = [i for i in rest if not norm[i].isascii()]
     if other:
         tokens: list[str] = []
         han: list[str] = []
@@ -113,6 +122,33 @@ def shingle_hashes(texts: Sequence[str], fold: bool = True) -> tuple[np.ndarray,
     are uniform for sketching. A text shorter than a shingle is one shingle.
     """
     return shingles_of_units(*_units([normalize(t, fold) for t in texts]))
+
+
+def sketches_of_normalized(norm: Sequence[str], known: Sequence[WordRuns] = ()) -> np.ndarray:
+    """text_sketches() of texts that normalize() already made, reusing the word hashes
+    fingerprinting gave for some of them (fingerprint.normalized_batch_fingerprints)."""
+    return SKETCH.sketch(*shingles_of_units(*_units(norm, known)))
+
+
+def fingerprints_and_sketches(
+    work: Sequence[str | Features], settings: Settings, hashfunc: HashFunc
+) -> tuple[list[int | None], np.ndarray]:
+    """fingerprint_work() of a batch, and text_sketches() of its texts (zeros for
+    documents given as features), from one pass over each text: it is normalized once,
+    and its words are found and hashed once, for both."""
+    texts = [i for i, w in enumerate(work) if isinstance(w, str)]
+    if len(texts) == len(work):
+        norm = [normalized(t, settings) for t in work]  # type: ignore[arg-type]
+        fps, known = normalized_batch_fingerprints(norm, settings, hashfunc)
+        return fps, sketches_of_normalized(norm, known)
+    # Rare: documents given as features beside texts. The texts are filled in below.
+    sketches = np.zeros((len(work), SKETCH_BYTES), np.uint8)
+    fps = fingerprint_work([{} if isinstance(w, str) else w for w in work], settings, hashfunc)
+    if texts:
+        text_fps, sketches[texts] = fingerprints_and_sketches([work[i] for i in texts], settings, hashfunc)
+        for i, fp in zip(texts, text_fps):
+            fps[i] = fp
+    return fps, sketches
 
 
 def shingles_of_units(

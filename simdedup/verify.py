@@ -18,7 +18,7 @@ from .fingerprint import HashFunc
 from .index import BlockIndex, fingerprint_array, near_pair_arrays
 from .read import Document
 from .settings import MIN_JACCARD, Settings
-from .sketch import SHINGLE, SKETCH, Sketcher
+from .sketch import SHINGLE, SKETCH, Sketcher, fingerprints_and_sketches
 from .sketch import shingle_hashes as _shingle_runs
 
 __all__ = ["MIN_JACCARD", "SHINGLE", "VerifyingDeduplicator", "deduplicator", "jaccard", "shingle_hashes"]
@@ -119,58 +119,93 @@ class VerifyingDeduplicator(Deduplicator):
         """Memory held for verification, in bytes."""
         return self._sketches.nbytes + self._has.nbytes
 
+    def process(self, docs: Sequence[Document]) -> list[Decision]:
+        """Deduplicator.process, the fingerprints and the default sketches made in one pass
+        over the texts (sketch.fingerprints_and_sketches)."""
+        if self.sketcher != SKETCH:
+            return super().process(docs)
+        work = [doc.text if doc.features is None else doc.features for doc in docs]
+        return self.decide_many(docs, *fingerprints_and_sketches(work, self.settings, self.hashfunc))
+
     def decide_many(
         self, docs: Sequence[Document], fps: Sequence[int | None], sketches: np.ndarray | None = None
     ) -> list[Decision]:
         """Decisions for a batch, in order, as if each document were decided in turn:
         candidates come from one search of the index and one of the batch against
         itself, and are verified together. `sketches` are the documents' sketches, row
-        by row (made from their texts when not given)."""
-        decisions = [Decision(doc, None, "empty") for doc in docs]
+        by row (made from their texts when not given).
+
+        A document with no verified candidate is kept, whatever the rest of the batch
+        decides; only the few with one are walked in order, in Python."""
+        decisions: list[Decision] = [None] * len(docs)  # type: ignore[list-item]
         present = [i for i, fp in enumerate(fps) if fp is not None]
+        if len(present) < len(docs):
+            for i, fp in enumerate(fps):
+                if fp is None:
+                    decisions[i] = Decision(docs[i], None, "empty")
         if not present:
             return decisions
         mine, has_mine = self._batch_sketches(docs, present, sketches)
         bits, k = self.settings.bits, self.index.distance
         fparray = fingerprint_array([fps[i] for i in present], bits)
-        # position -> [(row, or -1 - the earlier position in the batch, distance, similarity)]
-        # for the candidates that verify; similarity NaN: a side has no sketch.
-        candidates: dict[int, list[tuple[int, int, float]]] = {}
+        # Candidates that verify (similarity NaN: a side has no sketch, decided on the
+        # fingerprint): kept rows (q, rows), and earlier documents of this batch (second
+        # is a candidate duplicate of first).
         q, rows, ds = self.index.search(fparray)
         sims = self._similarities(mine, has_mine, q, self._sketches, self._has, rows)
-        ok = ~(sims < self.min_jaccard)  # NaN passes: decided on the fingerprint
-        for pos, row, d, sim in zip(*(x[ok].tolist() for x in (q, rows, ds, sims))):
-            candidates.setdefault(pos, []).append((row, d, sim))
-        first, second, ds = near_pair_arrays(fparray, bits, k)
-        sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
         ok = ~(sims < self.min_jaccard)
-        for i, j, d, sim in zip(*(x[ok].tolist() for x in (first, second, ds, sims))):
-            candidates.setdefault(j, []).append((-1 - i, d, sim))
+        q, rows, ds, sims = q[ok], rows[ok], ds[ok], sims[ok]
+        first, second, pair_ds = near_pair_arrays(fparray, bits, k)
+        pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
+        ok = ~(pair_sims < self.min_jaccard)
+        first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
         base = len(self.index)
-        self._reserve(base + len(present))
-        kept: dict[int, int] = {}  # position in `present` -> the row it is kept as
-        for pos, i in enumerate(present):
-            doc, fp = docs[i], fps[i]
-            best: tuple[int, float, int, int] | None = None
-            for row, d, sim in candidates.get(pos, ()):
-                if row < 0:  # an earlier document of this batch: only if it was kept
-                    row = kept.get(-1 - row, -1)
-                    if row < 0:
-                        continue
-                # unverifiable: after every verified candidate
-                key = (1, 0.0, d, row) if math.isnan(sim) else (0, -sim, d, row)
-                if best is None or key < best:
-                    best = key
-            if best is not None:
-                row, d = best[3], best[2]
-                decisions[i] = Decision(doc, fp, "duplicate", row, self.ids[row], d)
+        walked = np.zeros(len(present), bool)
+        walked[q] = True
+        walked[second] = True
+        kept = (~walked).tolist()
+        # The chosen candidate of each duplicate: a kept row, or base + its batch position
+        # (in the same order as the row it gets: batch rows follow the kept ones, in order).
+        target: dict[int, tuple[int, int]] = {}
+        if walked.any():
+            candidates: dict[int, list[tuple[int, int, float]]] = {}
+            for pos, row, d, sim in zip(q.tolist(), rows.tolist(), ds.tolist(), sims.tolist()):
+                candidates.setdefault(pos, []).append((row, d, sim))
+            for i, j, d, sim in zip(first.tolist(), second.tolist(), pair_ds.tolist(), pair_sims.tolist()):
+                candidates.setdefault(j, []).append((-1 - i, d, sim))
+            for pos in np.flatnonzero(walked).tolist():
+                best: tuple[int, float, int, int] | None = None
+                for row, d, sim in candidates[pos]:
+                    if row < 0:  # an earlier document of this batch: only if it was kept
+                        if not kept[-1 - row]:
+                            continue
+                        row = base - 1 - row
+                    # unverifiable: after every verified candidate
+                    key = (1, 0.0, d, row) if math.isnan(sim) else (0, -sim, d, row)
+                    if best is None or key < best:
+                        best = key
+                if best is None:
+                    kept[pos] = True
+                else:
+                    target[pos] = (best[3], best[2])
+        is_kept = np.array(kept, bool)
+        new = np.flatnonzero(is_kept)
+        new_rows = np.full(len(present), -1, np.int64)
+        new_rows[new] = np.arange(base, base + len(new))
+        self._reserve(base + len(new))
+        self._sketches[base : base + len(new)] = mine[new]
+        self._has[base : base + len(new)] = has_mine[new]
+        for pos in new.tolist():
+            self.ids.append(docs[present[pos]].id)
+        for pos, (i, row) in enumerate(zip(present, new_rows.tolist())):
+            if row >= 0:
+                decisions[i] = Decision(docs[i], fps[i], "unique", row)
                 continue
-            kept[pos] = row = base + len(kept)
-            self.ids.append(doc.id)
-            self._sketches[row] = mine[pos]
-            self._has[row] = has_mine[pos]
-            decisions[i] = Decision(doc, fp, "unique", row)
-        self.index.add_many(fparray[list(kept)])
+            row, d = target[pos]
+            if row >= base:  # a document of this batch, by position
+                row = int(new_rows[row - base])
+            decisions[i] = Decision(docs[i], fps[i], "duplicate", row, self.ids[row], d)
+        self.index.add_many(fparray[is_kept])
         return decisions
 
     def match_many(

@@ -23,6 +23,7 @@ from simdedup.parallel import default_jobs, fingerprint_batches
 from simdedup.sketch import text_sketches
 
 texts = st.text(alphabet=st.sampled_from("ab cd Ça 中文 北京 .,\n"), max_size=40)
+features = st.dictionaries(st.sampled_from(["ab", "cd", "北京"]), st.integers(1, 3).map(float), max_size=3)
 
 
 def simdedup(*args: str) -> list[str]:
@@ -53,6 +54,26 @@ def test_two_jobs_give_one_jobs_sketches_in_order(docs: list[str], size: int) ->
     one = run(1)
     assert run(2) == one
     assert b"".join(sk for _, _, sk in one) == text_sketches(docs).tobytes()
+
+
+@settings(max_examples=10, deadline=None)
+@given(docs=st.lists(texts | features, max_size=30), size=st.integers(1, 9))
+def test_sketches_of_batches_with_features_are_the_texts_sketches_for_any_jobs(
+    docs: list[str | dict[str, float]], size: int
+) -> None:
+    documents = [
+        Document(str(i), d, b"") if isinstance(d, str) else Document(str(i), "", b"", d)
+        for i, d in enumerate(docs)
+    ]
+
+    def run(jobs: int) -> tuple[list[int | None], bytes]:
+        out = list(fingerprint_batches(batches(documents, size), Settings(), jobs, sketches=True))
+        return [fp for _, fps, _ in out for fp in fps], b"".join(sk.tobytes() for _, _, sk in out)
+
+    alone = [fp for _, fps in fingerprint_batches(batches(documents, size), Settings(), 1) for fp in fps]
+    one = run(1)
+    assert run(2) == one
+    assert one == (alone, text_sketches([d if isinstance(d, str) else "" for d in docs]).tobytes())
 
 
 def test_given_features_and_texts_mix_in_one_batch() -> None:

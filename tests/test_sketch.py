@@ -10,8 +10,17 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simdedup import FeatureHasher, Settings
 from simdedup.features import has_chinese, normalize, words
-from simdedup.sketch import SKETCH_BYTES, OnePermutation, shingle_hashes, similarity, text_sketches
+from simdedup.fingerprint import fingerprint_work
+from simdedup.sketch import (
+    SKETCH_BYTES,
+    OnePermutation,
+    fingerprints_and_sketches,
+    shingle_hashes,
+    similarity,
+    text_sketches,
+)
 from simdedup.verify import jaccard
 from simdedup.verify import shingle_hashes as exact_shingles
 
@@ -163,3 +172,30 @@ def test_similarity_compares_many_rows_at_once() -> None:
 def test_one_permutation_needs_a_power_of_two_of_bins_and_whole_codes_per_byte(bins: int, bits: int) -> None:
     with pytest.raises(ValueError):
         OnePermutation(bins, bits)
+
+
+# Texts (English, Chinese, accented, empty) and documents given as feature dicts.
+WORK = st.lists(
+    TEXT | st.dictionaries(st.sampled_from(["x", "y", "软件"]), st.floats(0.5, 3.0), max_size=3), max_size=12
+)
+# The default path, and the general ones that share only the normalization.
+SETTINGS = st.sampled_from(
+    [
+        Settings(),
+        Settings(fold=False),
+        Settings(tokenizer="words"),
+        Settings(tokenizer="chars"),
+        Settings(weights="binary"),
+        Settings(bits=128),
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(WORK, SETTINGS)
+def test_one_pass_gives_the_fingerprints_and_sketches_of_two(work: list, s: Settings) -> None:
+    fps, sketches = fingerprints_and_sketches(work, s, FeatureHasher(s.bits, s.seed))
+    assert fps == fingerprint_work(work, s, FeatureHasher(s.bits, s.seed))
+    texts = [w if isinstance(w, str) else "" for w in work]  # features: no sketch
+    assert sketches.tobytes() == text_sketches(texts, s.fold).tobytes()
+    assert sketches.shape == (len(work), SKETCH_BYTES)

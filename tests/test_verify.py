@@ -91,6 +91,16 @@ def test_sketch_array_holds_every_kept_rows_sketch() -> None:
     assert np.array_equal(sketches[1:], text_sketches(texts))
 
 
+def test_process_decides_as_decide_many_on_sketches_made_apart() -> None:
+    tf = {w: float(WORDS.split().count(w)) for w in WORDS.split()}  # WORDS' own features
+    batch = [*docs(WORDS, EDITED, "", SHUFFLED), Document("f", "", b"", features=tf)]
+    settings = Settings(distance=16)
+    fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
+    apart = VerifyingDeduplicator(settings).decide_many(batch, fps)
+    assert VerifyingDeduplicator(settings).process(batch) == apart
+    assert [d.status for d in apart] == ["unique", "duplicate", "empty", "unique", "duplicate"]
+
+
 def test_given_sketches_are_the_ones_verified() -> None:
     batch = docs(WORDS, EDITED)
     computed = VerifyingDeduplicator(Settings(distance=16)).process(batch)
@@ -221,3 +231,91 @@ def test_cli_index_query_verifies_like_scan(tmp_path: Path) -> None:
         result = runner.invoke(main, ["index", "query", str(index), str(day2), "-k", "8", flag])
         rows = [line.split("\t") for line in result.stdout.splitlines()[1:]]
         assert [r[1] for r in rows] == statuses, flag
+
+
+def one_at_a_time(
+    dd: VerifyingDeduplicator, docs: list[Document], fps: list[int | None], sketches: np.ndarray
+) -> list[tuple[str, int | None, str | None, int | None]]:
+    """The definition decide_many must match, by brute force: each document in turn
+    against every kept row (preloaded ones too); verified candidates first, the most
+    similar, then the nearest, then the earliest; unverifiable ones (no sketch on a
+    side) after them. Decides without changing `dd`."""
+    kept_fps = [int(x) for x in dd.index.fingerprint_array().view("<u8").ravel()]
+    kept_ids = list(dd.ids)
+    kept_sketches, kept_has = (list(a) for a in dd.sketch_array())
+    out: list[tuple[str, int | None, str | None, int | None]] = []
+    for doc, fp, sketch in zip(docs, fps, sketches):
+        if fp is None:
+            out.append(("empty", None, None, None))
+            continue
+        has = doc.features is None
+        best = None
+        for row, (other, other_sketch, other_has) in enumerate(zip(kept_fps, kept_sketches, kept_has)):
+            d = (fp ^ other).bit_count()
+            if d > dd.index.distance:
+                continue
+            if has and other_has:
+                sim = float(dd.sketcher.similarity(sketch[None], other_sketch[None])[0])
+                if sim < dd.min_jaccard:
+                    continue
+                key = (0, -sim, d, row)
+            else:
+                key = (1, 0.0, d, row)
+            best = key if best is None else min(best, key)
+        if best is not None:
+            out.append(("duplicate", best[3], kept_ids[best[3]], best[2]))
+            continue
+        out.append(("unique", len(kept_fps), None, None))
+        kept_fps.append(fp)
+        kept_ids.append(doc.id)
+        kept_sketches.append(sketch if has else np.zeros_like(sketch))
+        kept_has.append(has)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("seed", "size", "min_jaccard"), [(1, 1, 0.8), (2, 9, 0.8), (3, 64, 0.5), (4, 1000, 0.8)]
+)
+def test_seeded_decisions_equal_deciding_each_document_against_every_kept_row(
+    seed: int, size: int, min_jaccard: float
+) -> None:
+    rng = random.Random(seed)
+    vocabulary = [f"w{i}" for i in range(30)]
+
+    def text() -> str:
+        return " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 12)))
+
+    originals = [text() for _ in range(300)]
+    batch: list[Document] = []
+    for n in range(1200):
+        # edits of earlier edits too: chains A~B~C where C is far from A
+        source = rng.choice(originals) if n < 50 or rng.random() < 0.7 else rng.choice(batch[-50:]).text
+        roll = rng.random()
+        if roll < 0.05:  # given as features: no sketch, decided on the fingerprint
+            batch.append(Document(f"f{n}", "", b"", features=dict.fromkeys(source.split()[:3] or ["x"], 1.0)))
+        elif roll < 0.5:
+            batch.append(Document(str(n), source.replace(rng.choice(vocabulary), "edit"), b""))
+        else:
+            batch.append(Document(str(n), source if roll < 0.8 else text(), b""))
+    settings = Settings(distance=6)
+    fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
+    sketches = text_sketches([d.text for d in batch])
+    dd = VerifyingDeduplicator(settings, min_jaccard=min_jaccard)
+    stored = originals[:40]
+    stored_fps = [d.fingerprint for d in Deduplicator(settings).process(docs(*stored))]
+    present = [i for i, fp in enumerate(stored_fps) if fp is not None]
+    dd.extend(
+        [stored_fps[i] for i in present],
+        [f"s{i}" for i in present],
+        text_sketches([stored[i] for i in present]),
+        np.array([i % 3 > 0 for i in present]),  # a third preloaded without a sketch
+    )
+    statuses: set[str] = set()
+    for lo in range(0, len(batch), size):
+        expected = one_at_a_time(dd, batch[lo : lo + size], fps[lo : lo + size], sketches[lo : lo + size])
+        given = sketches[lo : lo + size] if lo % 2 else None  # sketched here, or handed in
+        got = dd.decide_many(batch[lo : lo + size], fps[lo : lo + size], given)
+        assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+        statuses.update(d.status for d in got)
+        dd._check()
+    assert statuses == {"unique", "duplicate", "empty"}
