@@ -7,6 +7,7 @@ index_bench.py's corpus fingerprints and on as many uniform random ones, with th
 memory per fingerprint. Both layouts are exact, so both keep the same documents.
 
     .venv/bin/python benchmarks/layouts.py --docs 300000 --distances 4,5,6   # ~10 min
+    .venv/bin/python benchmarks/layouts.py --docs 1000000 --distances 3,4 --keys 2
 """
 
 from __future__ import annotations
@@ -48,13 +49,14 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=300_000)
     parser.add_argument("--distances", default="4,5,6")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keys", default="1,2", help="blocks per table key to time: 1, 2 or both")
     args = parser.parse_args()
     real = corpus_fingerprints(args.docs, args.seed, Settings())
     rand = np.random.default_rng(args.seed + 1).integers(0, 2**64, size=args.docs, dtype=np.uint64)
     print(f"{args.docs:,} fingerprints, keep-first in batches of 1,024")
     print(f"{'k':>2}  {'layout':<50} {'corpus':>8} {'random':>8} {'ratio':>6} {'kept':>9} {'B/fp':>6}")
     for k in map(int, args.distances.split(",")):
-        for per_key in (1, 2):
+        for per_key in map(int, args.keys.split(",")):
             blocks = block_layout(64, k + per_key - 1)
             layout = Layout(64, k, blocks, tuple(combinations(range(len(blocks)), per_key)))
             t_real, kept, nbytes = keep_first(real, k, layout)

@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import socket
 import sys
 import time
 import traceback
@@ -34,6 +35,9 @@ from .status import WorkerError
 #: Batches a worker may have waiting beside the one it works on: enough to keep every
 #: worker busy while the parent reads and decides, few enough that memory stays flat.
 QUEUED_PER_JOB = 2
+#: Bytes a worker's connection may hold unread: a batch of 1,024 ~640-byte documents
+#: pickles to ~700 KB.
+SEND_BUFFER = 4 << 20
 #: After Ctrl-C, how long the batches already handed to workers may take to come back.
 DRAIN_SECONDS = 10.0
 
@@ -148,6 +152,7 @@ class _Workers:
         self.clean = True
         for _ in range(jobs):
             mine, theirs = context.Pipe()
+            _widen(mine)
             proc = context.Process(
                 target=_worker_main, args=(theirs, settings, sketches, os.getpid()), daemon=True
             )
@@ -185,6 +190,18 @@ class _Workers:
             proc.join()
         for conn in self.conns:
             conn.close()
+
+
+def _widen(conn: Connection, size: int = SEND_BUFFER) -> None:
+    """Ask for a send buffer that holds a whole batch (the kernel caps it, at
+    net.core.wmem_max on Linux), so that handing a worker its next batch does not block
+    the parent while the worker is still busy with the one before."""
+    with contextlib.suppress(OSError, ValueError):
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+        finally:
+            sock.close()
 
 
 def _died() -> WorkerError:
