@@ -40,7 +40,7 @@ from .report import (
     format_for,
 )
 from .settings import MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings
-from .sketch import SKETCH, similarity, text_sketches
+from .sketch import SKETCH, SKETCH_SPEC, similarity, text_sketches
 from .status import ExitStatus, SimdedupError
 from .store import (
     IndexSession,
@@ -584,6 +584,13 @@ def _finish(
         f"index: {stats.fingerprints:,} fingerprints; {stats.layout}; {stats.runs:,} runs; "
         f"largest bucket {stats.largest_bucket:,}; {stats.nbytes / max(1, stats.fingerprints):.0f} bytes each"
     )
+    if isinstance(dd, VerifyingDeduplicator):
+        messages.detail(
+            f"verification: estimated Jaccard >= {dd.min_jaccard:g} from {SKETCH.nbytes}-byte sketches "
+            f"({SKETCH_SPEC}); {dd.sketch_bytes():,} bytes held"
+        )
+    else:
+        messages.detail("verification: off (--no-verify): matches are decided on the fingerprint alone")
     if summary_json is not None:
         record = {
             **summary.as_dict(),
