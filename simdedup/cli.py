@@ -285,7 +285,9 @@ def _verify(kw: dict[str, Any]) -> float | None:
 
 
 def message_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = click.option("-v", "--verbose", is_flag=True, help="Also report settings and index layout.")(f)
+    f = click.option(
+        "-v", "--verbose", is_flag=True, help="Also report settings, index layout and verification."
+    )(f)
     return click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr but errors.")(f)
 
 
@@ -474,16 +476,12 @@ def _decisions(
 ) -> Iterator[Decision]:
     """read -> batches -> fingerprints (a process pool when jobs > 1) -> keep-first
     decisions, in input order. Closing this closes the pool."""
-    if isinstance(dd, VerifyingDeduplicator):  # the workers sketch the texts too
-        sketched = fingerprint_batches(batches(docs, batch_size), dd.settings, jobs, sketches=True)
-        with contextlib.closing(sketched):
-            for batch, fps, sketches in sketched:
-                yield from dd.decide_many(batch, fps, sketches)
-        return
-    fingerprinted = fingerprint_batches(batches(docs, batch_size), dd.settings, jobs)
-    with contextlib.closing(fingerprinted):
-        for batch, fps in fingerprinted:
-            yield from dd.decide_many(batch, fps)
+    # A verifying Deduplicator gets the batch's sketches too, made by the workers.
+    sketches = isinstance(dd, VerifyingDeduplicator)
+    made = fingerprint_batches(batches(docs, batch_size), dd.settings, jobs, sketches=sketches)
+    with contextlib.closing(made):
+        for batch, *results in made:
+            yield from dd.decide_many(batch, *results)
 
 
 def _run(
