@@ -222,7 +222,7 @@ def fingerprint_options(f: Callable[..., Any]) -> Callable[..., Any]:
             type=click.IntRange(0, MAX_DISTANCE),
             default=DEFAULTS.distance,
             show_default=True,
-            help="Near-duplicates differ in at most this many bits.",
+            help="Near-duplicates differ in at most this many bits (and reach --verify's Jaccard).",
         ),
     ]
     for option in reversed(options):
