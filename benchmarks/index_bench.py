@@ -102,7 +102,7 @@ def main() -> None:
     print(f"{'measurement':<44} {'corpus':>9} {'random':>9} {'ratio':>6}  pairs (corpus)")
     for name, layout in (
         ("all pairs, default layout", None),
-        ("all pairs, classic 4 x 16-bit tables", classic),
+        (f"all pairs, classic {k + 1} single-block tables", classic),
     ):
         t_real, (i, j, _) = timed(lambda layout=layout: near_pair_arrays(real, 64, k, layout))
         t_rand, _ = timed(lambda layout=layout: near_pair_arrays(rand, 64, k, layout))
