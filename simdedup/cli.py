@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import click
+import numpy as np
 
 from . import __version__
 from .calibrate import LabelledPair
@@ -422,24 +423,31 @@ def _record_writers(
 
 
 class _GroupCount:
-    """How many groups there are, without their members: one bit per kept row, so that
-    `filter` holds nothing per duplicate while it streams."""
+    """The groups' sizes without their members: a count of duplicates per kept row (4
+    bytes a row), so that `filter` holds nothing per duplicate while it streams."""
 
     def __init__(self) -> None:
-        self._rows = bytearray()
+        self._counts = np.zeros(0, np.uint32)
         self._count = 0
 
     def add(self, decision: Decision) -> None:
         if decision.status == "duplicate" and decision.row is not None:
-            byte, bit = divmod(decision.row, 8)
-            if byte >= len(self._rows):
-                self._rows.extend(bytes(byte + 1 - len(self._rows) + 4096))
-            if not self._rows[byte] >> bit & 1:
-                self._rows[byte] |= 1 << bit
-                self._count += 1
+            row = decision.row
+            if row >= len(self._counts):
+                grown = np.zeros(max(row + 1, len(self._counts) * 3 // 2, 4096), np.uint32)
+                grown[: len(self._counts)] = self._counts
+                self._counts = grown
+            self._count += not self._counts[row]
+            self._counts[row] += 1
 
     def __len__(self) -> int:
         return self._count
+
+    def sizes(self) -> dict[int, int]:
+        """Group size (the kept document and its duplicates) -> how many groups have it."""
+        duplicates = self._counts[self._counts > 0]
+        sizes, counts = np.unique(duplicates + 1, return_counts=True)
+        return dict(zip(sizes.tolist(), counts.tolist()))
 
 
 class _Problems:
@@ -521,7 +529,7 @@ def _run(
     except KeyboardInterrupt:
         interrupted = True
     summary.seconds = time.perf_counter() - start
-    summary.groups = len(groups)
+    summary.set_groups(groups.sizes())
     return summary, groups, interrupted
 
 
@@ -577,6 +585,10 @@ def _finish(
         )
     messages.info(summary.line())  # last, so that `tail -n 1` of stderr is the summary
     stats = dd.index.stats()
+    messages.detail(
+        f"groups: largest {summary.largest_group:,} documents; by size: "
+        + (", ".join(f"{size}: {n:,}" for size, n in summary.group_sizes.items()) or "none")
+    )
     messages.detail(f"settings: {dd.settings}")
     messages.detail(
         f"index: {stats.fingerprints:,} fingerprints; {stats.layout}; {stats.runs:,} runs; "

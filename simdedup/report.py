@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
@@ -160,6 +160,10 @@ class Groups:
     def __len__(self) -> int:
         return len(self.members)
 
+    def sizes(self) -> dict[int, int]:
+        """Group size (the kept document and its duplicates) -> how many groups have it."""
+        return group_sizes(len(m) + 1 for m in self.members.values())
+
     def rows(self, kept_ids: Any, kept_fps: Any, bits: int) -> Iterator[dict[str, Any]]:
         """Flat rows, groups in the kept document's input order: the kept one, then its duplicates."""
         for group, row in enumerate(sorted(self.members), 1):
@@ -196,6 +200,14 @@ class Groups:
 GROUP_COLUMNS = ("group", "status", "id", "distance", "fingerprint")
 
 
+def group_sizes(sizes: Iterable[int]) -> dict[int, int]:
+    """size -> how many groups have it."""
+    out: dict[int, int] = {}
+    for size in sizes:
+        out[size] = out.get(size, 0) + 1
+    return out
+
+
 @dataclass
 class Summary:
     """Counts for the run; `errors` counts input problems, `skipped` inputs left out."""
@@ -209,6 +221,10 @@ class Summary:
     warnings: int = 0
     invalid_utf8: int = 0
     groups: int = 0
+    #: the most documents in one group (a kept one and its duplicates), and how many
+    #: groups have each size: chaining shows here first
+    largest_group: int = 0
+    group_sizes: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
 
     def count(self, decision: Decision) -> None:
@@ -219,6 +235,11 @@ class Summary:
             self.duplicates += 1
         else:
             self.empty += 1
+
+    def set_groups(self, sizes: dict[int, int]) -> None:
+        self.groups = sum(sizes.values())
+        self.group_sizes = dict(sorted(sizes.items()))
+        self.largest_group = max(sizes, default=0)
 
     @property
     def docs_per_second(self) -> float:

@@ -164,6 +164,19 @@ def test_summary_json_is_written_for_cron(lines: Path, tmp_path: Path) -> None:
     summary = json.loads(out.read_text())
     assert (summary["documents"], summary["unique"], summary["duplicates"], summary["empty"]) == (6, 3, 2, 1)
     assert summary["exit_status"] == 0 and summary["settings"]["distance"] == 4 and summary["verify"] == 0.8
+    assert (summary["groups"], summary["largest_group"], summary["group_sizes"]) == (2, 2, {"2": 2})
+
+
+def test_group_sizes_show_chaining_in_scan_and_filter_alike(tmp_path: Path) -> None:
+    f = tmp_path / "t.txt"
+    f.write_text("\n".join([EN, EN_EDITED, EN_OTHER, EN, EN, EN_OTHER]) + "\n")
+    for command in ("scan", "filter"):
+        out = tmp_path / f"{command}.json"
+        run(command, "-q", str(f), "--summary-json", str(out))
+        summary = json.loads(out.read_text())
+        assert (summary["largest_group"], summary["group_sizes"]) == (4, {"2": 1, "4": 1}), command
+    verbose = run("scan", str(f), "-v").stderr
+    assert "groups: largest 4 documents; by size: 2: 1, 4: 1" in verbose
 
 
 def test_fail_on_duplicates_exits_1(lines: Path) -> None:
