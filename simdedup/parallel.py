@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,9 +32,13 @@ from .settings import Settings
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
 
-#: Batches a worker may have waiting beside the one it works on: enough to keep every
-#: worker busy while the parent reads and decides, few enough that memory stays flat.
-QUEUED_PER_JOB = 2
+#: Documents a worker is given at a time: a decided batch (1,024 from files) goes out in
+#: pieces, so that a short input still keeps every worker busy.
+PIECE = 256
+#: Pieces a worker may have out, the one it works on included: enough to keep every
+#: worker busy while the parent reads and decides, few enough that memory stays flat
+#: (two batches of 1,024 per worker, as before batches were cut in pieces).
+PIECES_PER_JOB = 8
 #: Bytes a worker's connection may hold unread: a batch of 1,024 ~640-byte documents
 #: pickles to ~700 KB.
 SEND_BUFFER = 4 << 20
@@ -74,66 +78,113 @@ def batch_results(work: Work, settings: Settings, hasher: HashFunc, sketches: bo
 
 
 def fingerprint_batches(
-    batches: Iterable[Sequence[Document]], settings: Settings, jobs: int = 1, sketches: bool = False
+    batches: Iterable[Sequence[Document]],
+    settings: Settings,
+    jobs: int = 1,
+    sketches: bool = False,
+    piece: int = PIECE,
 ) -> Iterator[tuple[Any, ...]]:
     """(batch, its fingerprints) for every batch, in input order, with `jobs` processes;
     with sketches=True, (batch, fingerprints, sketches) (see Result).
 
-    jobs=1 works in this process. Otherwise the first batch is done here and a process
-    pool starts with the second (a single batch is not worth one); at most
-    jobs * QUEUED_PER_JOB batches are out at once, and finished batches are handed back
-    as soon as they are next in order, so a slow input stream is not held back. On
-    KeyboardInterrupt the batches already out are collected (for up to DRAIN_SECONDS)
-    and handed back before the interrupt is raised again, so that every document read
-    so far can still be decided. Close the iterator (contextlib.closing) to stop the
-    workers early; they also stop when it is garbage.
+    jobs=1 works in this process. Otherwise batches go to the workers in pieces of at
+    most `piece` documents, round robin, so that a few large batches still keep every
+    worker busy; the first piece is done here (a short input needs no pool, and forked
+    workers inherit what it loaded: jieba's dictionary takes a second to load in every
+    process). At most jobs * PIECES_PER_JOB pieces are out at once, and a batch is
+    handed back as soon as it is next in order and all its pieces are back, so a slow
+    input stream is not held back. On KeyboardInterrupt the batches already out are
+    collected (for up to DRAIN_SECONDS) and handed back before the interrupt is raised
+    again, so that every document read so far can still be decided. Close the iterator
+    (contextlib.closing) to stop the workers early; they also stop when it is garbage.
     """
     hasher = FeatureHasher(settings.bits, settings.seed)
     it = iter(batches)
 
-    def here(batch: Sequence[Document]) -> tuple[Any, ...]:
-        return _as_tuple(batch, batch_results(_work(batch), settings, hasher, sketches))
+    def here(docs: Sequence[Document]) -> Result:
+        return batch_results(_work(docs), settings, hasher, sketches)
 
     if jobs <= 1:
         for batch in it:
-            yield here(batch)
+            yield _as_tuple(batch, here(batch))
         return
     first = next(it, None)
     if first is None:
         return
-    # The first batch here: a one-batch input needs no pool, and forked workers inherit
-    # what it loaded (jieba's dictionary takes a second to load in every process).
-    yield here(first)
-    second = next(it, None)
-    if second is None:
-        return
+    split = _pieces(first, piece)
+    done_here = here(split[0])
+    if len(split) == 1:
+        following = next(it, None)
+        if following is None:
+            yield _as_tuple(first, done_here)
+            return
+        it = chain((following,), it)
     workers = _Workers(settings, jobs, sketches)
-    pending: deque[tuple[Sequence[Document], Connection]] = deque()
+    # Each batch with its parts in order: a Result made here, or the connection of the
+    # worker that makes it. Every worker answers in the order it was sent to.
+    pending: deque[tuple[Sequence[Document], list[Any]]] = deque()
+    out = [0, 0]  # pieces out at the workers; pieces sent so far (round robin)
+
+    def send(batch: Sequence[Document], pieces: list[Sequence[Document]], parts: list[Any]) -> None:
+        for docs in pieces:
+            conn = workers.conns[out[1] % jobs]
+            workers.send(conn, _work(docs))
+            parts.append(conn)
+            out[0] += 1
+            out[1] += 1
+        pending.append((batch, parts))
+
+    def ready(timeout: float = 0.0) -> bool:
+        return all(p.poll(timeout) for p in pending[0][1] if isinstance(p, Connection))
+
+    def collect() -> tuple[Any, ...]:
+        batch, parts = pending.popleft()
+        results = []
+        for part in parts:
+            if isinstance(part, Connection):
+                results.append(workers.receive(part))
+                out[0] -= 1
+            else:
+                results.append(part)
+        return _as_tuple(batch, _joined(results))
+
     try:
         try:
-            for n, batch in enumerate(chain((second,), it)):
-                conn = workers.conns[n % jobs]  # round robin: each worker answers in order
-                workers.send(conn, _work(batch))
-                pending.append((batch, conn))
-                while pending and (len(pending) >= jobs * QUEUED_PER_JOB or pending[0][1].poll()):
-                    done, conn = pending.popleft()
-                    yield _as_tuple(done, workers.receive(conn))
+            send(first, split[1:], [done_here])
+            for batch in it:
+                while pending and ready():
+                    yield collect()
+                send(batch, _pieces(batch, piece), [])
+                while pending and (out[0] >= jobs * PIECES_PER_JOB or ready()):
+                    yield collect()
         except KeyboardInterrupt:
             # Workers ignore the interrupt; hand back what they finish in time, then stop.
             workers.clean = False
             deadline = time.monotonic() + DRAIN_SECONDS
-            while pending and pending[0][1].poll(max(0.0, deadline - time.monotonic())):
-                done, conn = pending.popleft()
-                yield _as_tuple(done, workers.receive(conn))
+            while pending and ready(max(0.0, deadline - time.monotonic())):
+                yield collect()
             raise
         while pending:
-            done, conn = pending.popleft()
-            yield _as_tuple(done, workers.receive(conn))
+            yield collect()
     except BaseException:
         workers.clean = False
         raise
     finally:
         workers.close()
+
+
+def _pieces(batch: Sequence[Document], size: int) -> list[Sequence[Document]]:
+    return [batch[i : i + size] for i in range(0, len(batch), size)] or [batch]
+
+
+def _joined(results: list[Result]) -> Result:
+    """One Result of a batch from the Results of its pieces, in order."""
+    if len(results) == 1:
+        return results[0]
+    if isinstance(results[0], tuple):
+        pairs = cast(list[tuple[list[int | None], np.ndarray]], results)
+        return [fp for fps, _ in pairs for fp in fps], np.concatenate([sk for _, sk in pairs])
+    return [fp for fps in cast(list[list[int | None]], results) for fp in fps]
 
 
 class _Workers:

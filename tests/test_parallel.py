@@ -76,6 +76,20 @@ def test_sketches_of_batches_with_features_are_the_texts_sketches_for_any_jobs(
     assert one == (alone, text_sketches([d if isinstance(d, str) else "" for d in docs]).tobytes())
 
 
+@settings(max_examples=15, deadline=None)
+@given(docs=st.lists(texts, max_size=40), size=st.integers(1, 12), piece=st.integers(1, 5))
+def test_batches_cut_in_pieces_come_back_whole_and_in_order(docs: list[str], size: int, piece: int) -> None:
+    documents = [Document(str(i), t, b"") for i, t in enumerate(docs)]
+
+    def run(jobs: int) -> list[tuple[list[str], list[int | None], bytes]]:
+        out = fingerprint_batches(batches(documents, size), Settings(), jobs, sketches=True, piece=piece)
+        return [([d.id for d in batch], fps, sk.tobytes()) for batch, fps, sk in out]
+
+    one = run(1)
+    assert run(2) == one
+    assert [i for ids, _, _ in one for i in ids] == [str(i) for i in range(len(docs))]
+
+
 def test_given_features_and_texts_mix_in_one_batch() -> None:
     docs = [Document("a", "one two", b""), Document("b", "", b"", {"x": 2.0}), Document("c", "北京", b"")]
     [(_, one)] = fingerprint_batches([docs], Settings(), 1)
