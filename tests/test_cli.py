@@ -361,6 +361,17 @@ def test_compare_far_documents_exits_1_with_json() -> None:
     report = json.loads(result.stdout)
     assert report["near"] is False and report["distance"] > 3
     assert report["similarity"] == pytest.approx(1 - report["distance"] / 64)
+    assert report["verify"] == 0.8 and report["jaccard"] < 0.1
+
+
+def test_compare_verdict_needs_the_jaccard_unless_no_verify() -> None:
+    words = ["the cat sat on the mat today", "the cat sat on a mat today"]  # 3-shingle Jaccard 0.25
+    texts = [arg for w in words for arg in ("--text", w)]
+    verified = json.loads(run("compare", *texts, "-k", "16", "--json").stdout)
+    assert verified["distance"] <= 16 and verified["near"] is False
+    plain = run("compare", *texts, "-k", "16", "--no-verify")
+    assert plain.exit_code == 0 and "not checked (--no-verify)" in plain.stdout
+    assert plain.stdout.splitlines()[-1] == "verdict     near-duplicates"
 
 
 def test_traditional_and_simplified_copies_are_near_unless_no_fold() -> None:

@@ -460,3 +460,19 @@ def test_block_buckets_count_what_brute_force_counts(bits: int, distance: int, f
         assert b.distinct == len(set(values))
         assert [n for _, n in b.largest] == [n for n, _ in counts[:2]]
         assert all(values.count(v) == n for v, n in b.largest)
+
+
+def test_sketches_of_another_kind_are_refused_and_not_merged(tmp_path: Path) -> None:
+    other = make_index([1, 2], ["a", "b"], [0, 0])
+    other.sketches = np.zeros((2, 16), np.uint8)
+    other.sketched = np.ones(2, np.uint8)
+    other.sketch = "some-older-sketch"
+    write_index(tmp_path / "old.sdx", other)
+    with pytest.raises(IndexSettingsError, match="verification sketches of another kind"):
+        IndexSession(tmp_path / "old.sdx", Settings()).__enter__()
+    ours = make_index([3], ["c"], [0])
+    ours.sketches = np.zeros((1, SKETCH.nbytes), np.uint8)
+    ours.sketched = np.ones(1, np.uint8)
+    ours.sketch = SKETCH_SPEC
+    with pytest.raises(IndexSettingsError, match="sketches of different kinds"):
+        merge_indexes([("old", read_index(tmp_path / "old.sdx")), ("ours", ours)])
