@@ -28,7 +28,7 @@ from .dedup import BATCH_SIZE, Decision, Deduplicator, batches
 from .features import extract
 from .fingerprint import FeatureHasher, fingerprint_batch, format_fingerprint
 from .fingerprint import distance as hamming
-from .parallel import default_jobs, fingerprint_batches
+from .parallel import AUTO, fingerprint_batches
 from .read import STDIN, Document, Problem, ReadOptions, read_documents
 from .report import (
     GROUP_COLUMNS,
@@ -296,10 +296,11 @@ def jobs_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "-j",
         "--jobs",
-        type=click.IntRange(1),
-        default=default_jobs,
-        show_default="all CPUs",
-        help="Fingerprint in N processes; the results are the same for every N.",
+        type=click.IntRange(0),
+        default=AUTO,
+        show_default=True,
+        help="Fingerprint in N processes (0: one per CPU if fingerprinting is the slow part,"
+        " as with Chinese text; this process alone if not). The results are the same for every N.",
     )(f)
 
 

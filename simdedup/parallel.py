@@ -42,6 +42,12 @@ PIECES_PER_JOB = 8
 #: Bytes a worker's connection may hold unread: a batch of 1,024 ~640-byte documents
 #: pickles to ~700 KB.
 SEND_BUFFER = 4 << 20
+#: jobs=AUTO: worker processes only where fingerprinting is the slow part. Below this
+#: many seconds per character of text (English words: ~0.02e-6; Chinese with jieba:
+#: ~3.5e-6, its dictionary load aside), handing texts to workers costs the main process
+#: about as much as fingerprinting them itself, so they stay here.
+AUTO = 0
+WORKERS_PAY_OFF = 0.2e-6
 #: After Ctrl-C, how long the batches already handed to workers may take to come back.
 DRAIN_SECONDS = 10.0
 
@@ -87,8 +93,10 @@ def fingerprint_batches(
     """(batch, its fingerprints) for every batch, in input order, with `jobs` processes;
     with sketches=True, (batch, fingerprints, sketches) (see Result).
 
-    jobs=1 works in this process. Otherwise batches go to the workers in pieces of at
-    most `piece` documents, round robin, so that a few large batches still keep every
+    jobs=1 works in this process. jobs=AUTO times the first piece here and goes on with
+    default_jobs() workers only if it took WORKERS_PAY_OFF seconds a character or more
+    (the results are the same either way). With workers, batches go to them in pieces of
+    at most `piece` documents, round robin, so that a few large batches still keep every
     worker busy; the first piece is done here (a short input needs no pool, and forked
     workers inherit what it loaded: jieba's dictionary takes a second to load in every
     process). At most jobs * PIECES_PER_JOB pieces are out at once, and a batch is
@@ -104,15 +112,27 @@ def fingerprint_batches(
     def here(docs: Sequence[Document]) -> Result:
         return batch_results(_work(docs), settings, hasher, sketches)
 
-    if jobs <= 1:
-        for batch in it:
+    def in_process(batches: Iterable[Sequence[Document]]) -> Iterator[tuple[Any, ...]]:
+        for batch in batches:
             yield _as_tuple(batch, here(batch))
+
+    if jobs == 1:
+        yield from in_process(it)
         return
     first = next(it, None)
     if first is None:
         return
     split = _pieces(first, piece)
+    started = time.perf_counter()
     done_here = here(split[0])
+    if jobs == AUTO:
+        chars = sum(len(w) if isinstance(w, str) else len(w) * 8 for w in _work(split[0]))
+        slow = time.perf_counter() - started >= WORKERS_PAY_OFF * max(1, chars)
+        jobs = default_jobs() if slow else 1
+    if jobs <= 1:  # AUTO found fingerprinting cheap: the rest here too
+        yield _as_tuple(first, _joined([done_here, *(here(docs) for docs in split[1:])]))
+        yield from in_process(it)
+        return
     if len(split) == 1:
         following = next(it, None)
         if following is None:
@@ -127,7 +147,7 @@ def fingerprint_batches(
 
     def send(batch: Sequence[Document], pieces: list[Sequence[Document]], parts: list[Any]) -> None:
         for docs in pieces:
-            conn = workers.conns[out[1] % jobs]
+            conn = workers.conns[out[1] % len(workers.conns)]
             workers.send(conn, _work(docs))
             parts.append(conn)
             out[0] += 1

@@ -16,10 +16,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdedup import Document, Settings
+from simdedup import Document, Settings, parallel
 from simdedup.cli import main
 from simdedup.dedup import batches
-from simdedup.parallel import default_jobs, fingerprint_batches
+from simdedup.parallel import AUTO, default_jobs, fingerprint_batches
 from simdedup.sketch import text_sketches
 
 texts = st.text(alphabet=st.sampled_from("ab cd Ça 中文 北京 .,\n"), max_size=40)
@@ -241,3 +241,37 @@ def test_a_worker_that_dies_is_an_error_not_a_traceback_or_a_hang(big: Path) -> 
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert b"worker process died" in stderr and b"Traceback" not in stderr
+
+
+def test_auto_jobs_keep_cheap_english_here(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    text = "plain english words of a line long enough to be typical, number {} and more of them " * 3
+    docs = [Document(str(i), text.format(i, i, i), b"") for i in range(700)]
+    one = [(b, fps) for b, fps in fingerprint_batches(batches(docs, 300), Settings(), 1)]
+
+    def no_workers(*args: object, **kwargs: object) -> None:
+        raise AssertionError("worker processes started for cheap text")
+
+    monkeypatch.setattr(parallel, "_Workers", no_workers)
+    assert list(fingerprint_batches(batches(docs, 300), Settings(), AUTO, piece=100)) == one
+    # The CLI's default is AUTO too: a multi-batch English scan starts no workers.
+    f = tmp_path / "cheap-english.txt"
+    f.write_text("".join(d.text + "\n" for d in docs) * 3)  # over 2 batches of 1,024
+    assert CliRunner().invoke(main, ["scan", str(f), "-q"], catch_exceptions=False).exit_code == 0
+
+
+def test_auto_jobs_start_workers_where_fingerprinting_is_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = [Document(str(i), f"今天 北京 文档 {i} 中文", b"") for i in range(60)]
+    one = list(fingerprint_batches(batches(docs, 25), Settings(), 1, sketches=True))
+    started: list[int] = []
+    real = parallel._Workers
+
+    def counted(settings: Settings, jobs: int, sketches: bool = False) -> object:
+        started.append(jobs)
+        return real(settings, jobs, sketches)
+
+    monkeypatch.setattr(parallel, "WORKERS_PAY_OFF", 0.0)  # everything counts as slow
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 2)
+    monkeypatch.setattr(parallel, "_Workers", counted)
+    auto = list(fingerprint_batches(batches(docs, 25), Settings(), AUTO, sketches=True, piece=10))
+    assert started == [2]
+    assert [(b, f, s.tobytes()) for b, f, s in auto] == [(b, f, s.tobytes()) for b, f, s in one]
