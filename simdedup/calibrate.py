@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from .fingerprint import distance, fingerprint_texts
 from .settings import MAX_DISTANCE, Settings
 from .sketch import similarity, text_sketches
@@ -73,14 +75,17 @@ def calibrate(
     duplicate."""
     distances = list(distances)
     scores = []
+    similarities: dict[bool, np.ndarray] = {}  # by fold: the presets share their sketches
     for name, (settings, min_jaccard) in presets.items():
         fa = fingerprint_texts([p.a for p in pairs], settings)
         fb = fingerprint_texts([p.b for p in pairs], settings)
         d = [distance(x, y) if x is not None and y is not None else None for x, y in zip(fa, fb)]
         if min_jaccard is not None:
-            sa = text_sketches([p.a for p in pairs], settings.fold)
-            sb = text_sketches([p.b for p in pairs], settings.fold)
-            verified = (similarity(sa, sb) >= min_jaccard).tolist()
+            if settings.fold not in similarities:
+                sa = text_sketches([p.a for p in pairs], settings.fold)
+                sb = text_sketches([p.b for p in pairs], settings.fold)
+                similarities[settings.fold] = similarity(sa, sb)
+            verified = (similarities[settings.fold] >= min_jaccard).tolist()
         else:
             verified = [True] * len(pairs)
         for k in distances:

@@ -68,13 +68,6 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def batch_fingerprints(
-    docs: Sequence[Document], settings: Settings, hashfunc: HashFunc | None = None
-) -> list[int | None]:
-    """Fingerprints of one batch of documents (None for empty ones), in one process."""
-    return fingerprint_work(_work(docs), settings, hashfunc or FeatureHasher(settings.bits, settings.seed))
-
-
 def batch_results(work: Work, settings: Settings, hasher: HashFunc, sketches: bool) -> Result:
     """A batch's fingerprints, and with `sketches` their texts' verification sketches
     (from the same pass over the texts)."""

@@ -241,12 +241,6 @@ class StoredIndex:
     def run_name(self, row: int) -> str:
         return str(self.runs[int(self.run_rows[row])]["name"])
 
-    def deduplicator(self, settings: Settings) -> Deduplicator:
-        """A Deduplicator holding these rows (as rows 0..n-1), for runs made with `settings`."""
-        dd = Deduplicator(settings)
-        self.load_into(dd)
-        return dd
-
     def load_into(self, dd: Deduplicator) -> None:
         """Give a Deduplicator these rows; a VerifyingDeduplicator gets their sketches too."""
         if isinstance(dd, VerifyingDeduplicator) and self.sketches is not None:

@@ -1,4 +1,4 @@
-"""Optional verification: a fingerprint match is a duplicate only if the texts agree.
+"""Verification (on by default): a fingerprint match is a duplicate only if the texts agree.
 
 A document within the distance of kept documents is checked against each of them with
 the Jaccard similarity of their shingles (word 3-shingles; character 3-grams of the
@@ -21,20 +21,7 @@ from .settings import MIN_JACCARD, Settings
 from .sketch import SHINGLE, SKETCH, Sketcher, fingerprints_and_sketches
 from .sketch import shingle_hashes as _shingle_runs
 
-__all__ = ["MIN_JACCARD", "SHINGLE", "VerifyingDeduplicator", "deduplicator", "jaccard", "shingle_hashes"]
-
-
-def shingle_hashes(text: str, fold: bool = True) -> np.ndarray:
-    """The sorted, distinct 64-bit hashes of a text's verification shingles (exact)."""
-    return np.unique(_shingle_runs([text], fold)[0])
-
-
-def jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    """Jaccard similarity of two sorted arrays of distinct hashes (1.0 for two empty ones)."""
-    if not len(a) and not len(b):
-        return 1.0
-    inter = np.intersect1d(a, b, assume_unique=True).size
-    return inter / (len(a) + len(b) - inter)
+__all__ = ["MIN_JACCARD", "SHINGLE", "VerifyingDeduplicator", "deduplicator"]
 
 
 class VerifyingDeduplicator(Deduplicator):

@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 import xxhash
+from exact import exact_shingles, jaccard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,8 +22,6 @@ from simdedup.sketch import (
     similarity,
     text_sketches,
 )
-from simdedup.verify import jaccard
-from simdedup.verify import shingle_hashes as exact_shingles
 
 # Words, Chinese, and the characters in between (accents, full width, punctuation).
 TEXT = st.text(alphabet=st.sampled_from("ab cdé,.\n我們的软件ＡＢ1"), max_size=80) | st.lists(
