@@ -40,7 +40,7 @@ from .report import (
     UniqueWriter,
     format_for,
 )
-from .settings import MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings
+from .settings import HEAD_TOKENS, MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings
 from .sketch import SKETCH, SKETCH_SPEC, similarity, text_sketches
 from .status import ExitStatus, SimdedupError
 from .store import (
@@ -598,7 +598,8 @@ def _finish(
     if isinstance(dd, VerifyingDeduplicator):
         messages.detail(
             f"verification: estimated Jaccard >= {dd.min_jaccard:g} from {SKETCH.nbytes}-byte sketches "
-            f"({SKETCH_SPEC}); {dd.sketch_bytes():,} bytes held"
+            f"({SKETCH_SPEC}); candidates also from {len(dd.head_index):,} head fingerprints (first "
+            f"{HEAD_TOKENS} tokens); {dd.sketch_bytes():,} bytes held"
         )
     else:
         messages.detail("verification: off (--no-verify): matches are decided on the fingerprint alone")
@@ -1049,6 +1050,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         "written_by": header.get("written_by"),
         "sketched": 0 if stored.sketched is None else int(stored.sketched.sum()),
         "sketch": stored.sketch,
+        "headed": 0 if stored.headed is None else int(stored.headed.sum()),
         "runs": stored.runs,
         "blocks": [
             {
@@ -1067,12 +1069,13 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         f"fingerprints: {len(stored):,}",
         "settings: " + " ".join(f"{k}={v}" for k, v in settings.items()),
         f"fingerprint: {extra.get('hash')}, spec version {extra.get('spec_version')}, "
-        f"jieba {extra.get('jieba_version')} (dictionary {extra.get('jieba_dict_xxh3')}, "
-        f"IDF table {extra.get('jieba_idf_xxh3')}), OpenCC {extra.get('opencc_version')}",
+        f"rjieba {extra.get('rjieba_version')}, jieba IDF table {extra.get('jieba_idf_xxh3')}, "
+        f"OpenCC {extra.get('opencc_version')}",
         f"size: {size:,} bytes ({len(stored.id_bytes):,} of them ids); format version "
         f"{header['format_version']}, written by {header.get('written_by')}",
         f"verification sketches: {info['sketched']:,} of {len(stored):,} rows"
-        + (f" ({stored.sketch})" if stored.sketch else ""),
+        + (f" ({stored.sketch})" if stored.sketch else "")
+        + f"; head fingerprints: {info['headed']:,}",
         f"created: {stored.created}",
         f"updated: {stored.updated}",
     ]

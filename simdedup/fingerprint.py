@@ -18,12 +18,12 @@ import xxhash
 from .features import (
     Features,
     ascii_word_spans,
-    features_of_normalized,
     has_chinese,
     normalized,
     tokens_of_normalized,
+    weigh,
 )
-from .settings import Settings
+from .settings import HEAD_TOKENS, Settings
 from .xxh3 import hash_spans
 
 #: feature -> unsigned hash with at least `bits` bits; bit i of the result feeds column i.
@@ -196,18 +196,37 @@ def text_batch_fingerprints(
 
 
 def normalized_batch_fingerprints(
-    norm: Sequence[str], settings: Settings, hashfunc: HashFunc | None = None
-) -> tuple[list[int | None], list[WordRuns]]:
-    """text_batch_fingerprints() of texts that normalized() already made, and the word
-    hashes it summed, for the verification sketches (sketch.sketches_of_normalized) to
-    reuse: runs for the texts without Han characters, whose tokens are their \\w+ words
-    hashed by xxh3-64. No runs on the general path (other settings or hash function)."""
+    norm: Sequence[str], settings: Settings, hashfunc: HashFunc | None = None, heads: bool = False
+) -> tuple[list[int | None], list[WordRuns], list[int | None]]:
+    """text_batch_fingerprints() of texts that normalized() already made; the word hashes
+    it summed, for the verification sketches (sketch.sketches_of_normalized) to reuse:
+    runs for the texts without Han characters, whose tokens are their \\w+ words hashed
+    by xxh3-64 (none on the general path: other settings or hash function); and with
+    `heads`, each text's head fingerprint (head_fingerprint), else an empty list."""
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     if not _occurrence_path(settings, hashfunc):
-        features = [features_of_normalized(t, settings) for t in norm]
-        return fingerprint_batch(features, settings.bits, hashfunc), []
+        tokens = [tokens_of_normalized(t, settings) for t in norm]
+        fps = fingerprint_batch([weigh(t, settings) for t in tokens], settings.bits, hashfunc)
+        if not heads:
+            return fps, [], []
+        long = [i for i, t in enumerate(tokens) if len(t) > HEAD_TOKENS]
+        head_fps: list[int | None] = [None] * len(norm)
+        heads_of_long = [weigh(tokens[i][:HEAD_TOKENS], settings) for i in long]
+        found = fingerprint_batch(heads_of_long, settings.bits, hashfunc)
+        for i, fp in zip(long, found):
+            head_fps[i] = fp
+        return fps, [], head_fps
     fps: list[int | None] = [None] * len(norm)
+    head_fps = [None] * len(norm) if heads else []
     runs: list[WordRuns] = []
+
+    def put(rows: list[int], hashes: np.ndarray, counts: np.ndarray) -> None:
+        for i, fp in zip(rows, occurrence_fingerprints(hashes, counts)):
+            fps[i] = fp
+        if heads:
+            for i, fp in zip(rows, occurrence_head_fingerprints(hashes, counts)):
+                head_fps[i] = fp
+
     ascii_rows = [i for i, t in enumerate(norm) if t.isascii()]
     if len(ascii_rows) < len(norm):
         other = [i for i, t in enumerate(norm) if not t.isascii()]
@@ -218,8 +237,7 @@ def normalized_batch_fingerprints(
             counts[k] = len(doc_tokens)
             tokens += doc_tokens
         hashes = np.array(hashfunc.many(tokens), dtype=np.uint64)  # type: ignore[attr-defined]
-        for i, fp in zip(other, occurrence_fingerprints(hashes, counts)):
-            fps[i] = fp
+        put(other, hashes, counts)
         # Without Han characters both tokenizers ("auto", "words") give the \w+ words.
         wordy = np.array([not has_chinese(norm[i]) for i in other], dtype=bool)
         if wordy.any():
@@ -228,10 +246,24 @@ def normalized_batch_fingerprints(
     if ascii_rows:
         texts = norm if len(ascii_rows) == len(norm) else [norm[i] for i in ascii_rows]
         hashes, counts = ascii_word_hashes(texts)
-        for i, fp in zip(ascii_rows, occurrence_fingerprints(hashes, counts)):
-            fps[i] = fp
+        put(ascii_rows, hashes, counts)
         runs.append((ascii_rows, hashes, counts))
-    return fps, runs
+    return fps, runs, head_fps
+
+
+def occurrence_head_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int | None]:
+    """occurrence_fingerprints() of each run's first HEAD_TOKENS hashes; None for a run
+    of HEAD_TOKENS or fewer (its head is the whole document)."""
+    long = counts > HEAD_TOKENS
+    out: list[int | None] = [None] * len(counts)
+    if not long.any():
+        return out
+    first = (np.cumsum(counts) - counts)[long]
+    take = (first[:, None] + np.arange(HEAD_TOKENS)).ravel()
+    found = occurrence_fingerprints(hashes[take], np.full(len(first), HEAD_TOKENS, np.intp))
+    for i, fp in zip(np.flatnonzero(long).tolist(), found):
+        out[i] = fp
+    return out
 
 
 def _occurrence_path(settings: Settings, hashfunc: HashFunc) -> bool:

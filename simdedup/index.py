@@ -76,6 +76,12 @@ def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return d
 
 
+def distances(a: np.ndarray, b: np.ndarray, bits: int = 64) -> np.ndarray:
+    """Hamming distance (int64) from a[t] to b[t], for fingerprints as fingerprint_array()
+    gives them."""
+    return _distances(_words(a, bits), _words(b, bits)).astype(np.int64)
+
+
 def _block_values(words: np.ndarray, start: int, width: int) -> np.ndarray:
     """Bits start..start+width-1 of each fingerprint (bit 0 = least significant), as uint64."""
     n_words = words.shape[1]
@@ -449,6 +455,10 @@ class BlockIndex:
                 d += np.bitwise_count(queries[:, None, w] ^ buffered[None, :, w])
             q, col = np.nonzero(d <= k)
             yield q.astype(np.int64), col.astype(np.int64) + start, d[q, col].astype(np.int64)
+
+    def distances_to(self, rows: np.ndarray, fps: np.ndarray) -> np.ndarray:
+        """Hamming distance (int64) from stored row rows[t] to fps[t], for every t."""
+        return _distances(self._words[rows], _words(fps, self.bits)).astype(np.int64)
 
     def nearest_many(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each query, the nearest stored row within the index's distance (ties: the

@@ -54,8 +54,9 @@ DRAIN_SECONDS = 10.0
 #: What a worker needs of a document: its text, or the features it came with.
 Work = list[str | dict[str, float]]
 #: What a worker makes of a batch: fingerprints, and with sketches=True the (n, bytes)
-#: uint8 sketches of the texts too (zeros for documents given as features).
-Result = list[int | None] | tuple[list[int | None], np.ndarray]
+#: uint8 sketches of the texts too (zeros for documents given as features) and their
+#: head fingerprints (sketch.fingerprints_and_sketches).
+Result = list[int | None] | tuple[list[int | None], np.ndarray, list[int | None]]
 
 
 def default_jobs() -> int:
@@ -84,7 +85,7 @@ def fingerprint_batches(
     piece: int = PIECE,
 ) -> Iterator[tuple[Any, ...]]:
     """(batch, its fingerprints) for every batch, in input order, with `jobs` processes;
-    with sketches=True, (batch, fingerprints, sketches) (see Result).
+    with sketches=True, (batch, fingerprints, sketches, heads) (see Result).
 
     jobs=1 works in this process. jobs=AUTO times the first piece here and goes on with
     default_jobs() workers only if it took WORKERS_PAY_OFF seconds a character or more
@@ -195,8 +196,12 @@ def _joined(results: list[Result]) -> Result:
     if len(results) == 1:
         return results[0]
     if isinstance(results[0], tuple):
-        pairs = cast(list[tuple[list[int | None], np.ndarray]], results)
-        return [fp for fps, _ in pairs for fp in fps], np.concatenate([sk for _, sk in pairs])
+        parts = cast(list[tuple[list[int | None], np.ndarray, list[int | None]]], results)
+        return (
+            [fp for fps, _, _ in parts for fp in fps],
+            np.concatenate([sketches for _, sketches, _ in parts]),
+            [head for _, _, heads in parts for head in heads],
+        )
     return [fp for fps in cast(list[list[int | None]], results) for fp in fps]
 
 

@@ -12,7 +12,7 @@ from typing import Literal
 from .status import SettingsError
 
 #: Bumped whenever the same text and settings could give a different fingerprint.
-FINGERPRINT_SPEC_VERSION = 2
+FINGERPRINT_SPEC_VERSION = 3
 
 Tokenizer = Literal["auto", "words", "jieba", "chars"]
 Weights = Literal["tf", "tfidf", "binary"]
@@ -23,6 +23,14 @@ BIT_WIDTHS: tuple[int, ...] = (64, 128)
 MAX_DISTANCE = 16
 #: The default minimum Jaccard similarity (estimated from sketches) of a verified match.
 MIN_JACCARD = 0.8
+#: Verification's second candidate source: a fingerprint of each document's first this
+#: many tokens (its "head"), searched within the same distance. It finds copies that
+#: were truncated, or that gained or lost a header, whose whole fingerprints moved
+#: (benchmarks/quality.md). Documents with this many tokens or fewer have no head.
+HEAD_TOKENS = 32
+#: A head within the distance of more than this many kept heads is boilerplate (the
+#: navigation every page of a site starts with): it finds no candidates and is not kept.
+HEAD_CROWD = 64
 #: Up to this distance the index keys its tables on pairs of blocks (see index_layout).
 PAIRED_UP_TO = 6
 

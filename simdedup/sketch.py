@@ -132,23 +132,27 @@ def sketches_of_normalized(norm: Sequence[str], known: Sequence[WordRuns] = ()) 
 
 def fingerprints_and_sketches(
     work: Sequence[str | Features], settings: Settings, hashfunc: HashFunc
-) -> tuple[list[int | None], np.ndarray]:
-    """fingerprint_work() of a batch, and text_sketches() of its texts (zeros for
-    documents given as features), from one pass over each text: it is normalized once,
-    and its words are found and hashed once, for both."""
+) -> tuple[list[int | None], np.ndarray, list[int | None]]:
+    """What verification needs of a batch, from one pass over each text (normalized
+    once, its words found and hashed once): fingerprint_work(), text_sketches() of its
+    texts (zeros for documents given as features), and each text's head fingerprint
+    (fingerprint.normalized_batch_fingerprints; None for short texts and features)."""
     texts = [i for i, w in enumerate(work) if isinstance(w, str)]
     if len(texts) == len(work):
         norm = [normalized(t, settings) for t in work]  # type: ignore[arg-type]
-        fps, known = normalized_batch_fingerprints(norm, settings, hashfunc)
-        return fps, sketches_of_normalized(norm, known)
+        fps, known, heads = normalized_batch_fingerprints(norm, settings, hashfunc, heads=True)
+        return fps, sketches_of_normalized(norm, known), heads
     # Rare: documents given as features beside texts. The texts are filled in below.
     sketches = np.zeros((len(work), SKETCH_BYTES), np.uint8)
+    heads: list[int | None] = [None] * len(work)
     fps = fingerprint_work([{} if isinstance(w, str) else w for w in work], settings, hashfunc)
     if texts:
-        text_fps, sketches[texts] = fingerprints_and_sketches([work[i] for i in texts], settings, hashfunc)
-        for i, fp in zip(texts, text_fps):
-            fps[i] = fp
-    return fps, sketches
+        text_fps, sketches[texts], text_heads = fingerprints_and_sketches(
+            [work[i] for i in texts], settings, hashfunc
+        )
+        for i, fp, head in zip(texts, text_fps, text_heads):
+            fps[i], heads[i] = fp, head
+    return fps, sketches, heads
 
 
 def shingles_of_units(

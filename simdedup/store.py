@@ -29,7 +29,7 @@ import xxhash
 
 from .dedup import Deduplicator, Ids
 from .features import SCRIPT_FOLD
-from .settings import FINGERPRINT_SPEC_VERSION, Settings, block_layout
+from .settings import FINGERPRINT_SPEC_VERSION, HEAD_TOKENS, Settings, block_layout
 from .sketch import SKETCH_SPEC
 from .status import (
     IndexCorruptError,
@@ -56,15 +56,18 @@ from .verify import VerifyingDeduplicator
 #: The first 8 bytes. The high byte and the CR LF catch a file mangled as text (as PNG's do).
 MAGIC = b"\x89SDX\r\n\x1a\n"
 #: Bumped when a reader of the previous version could not read the file correctly.
-#: 2 added the verification sketches; version 1 files are still read (rows without them).
-FORMAT_VERSION = 2
+#: 2 added the verification sketches, 3 the head fingerprints; files of versions 1 and 2
+#: are still read (rows without them).
+FORMAT_VERSION = 3
 _PREAMBLE = struct.Struct("<8sII")
 _TRAILER = struct.Struct("<Q")
 _ALIGN = 8
 #: name -> dtype of each array, in file order. Row i of the index is fingerprints[i],
 #: the id whose UTF-8 bytes end at id_ends[i] in id_bytes, kept by run run_rows[i];
 #: with --verify, its sketch is sketches[i] when sketched[i] is 1 (both empty when no
-#: row has one). Version 1 files hold the first four.
+#: row has one), and its head fingerprint heads[i] when headed[i] is 1 (shaped as
+#: fingerprints; both empty when no row has one). Version 1 files hold the first four,
+#: version 2 the first six.
 ARRAYS = (
     ("fingerprints", np.dtype("<u8")),
     ("id_ends", np.dtype("<u8")),
@@ -72,8 +75,10 @@ ARRAYS = (
     ("id_bytes", np.dtype("u1")),
     ("sketches", np.dtype("u1")),
     ("sketched", np.dtype("u1")),
+    ("heads", np.dtype("<u8")),
+    ("headed", np.dtype("u1")),
 )
-_ARRAYS_IN_VERSION = {1: 4, 2: 6}
+_ARRAYS_IN_VERSION = {1: 4, 2: 6, 3: 8}
 #: Reads and writes go in pieces: one read(2) or write(2) moves at most ~2 GiB on Linux.
 _CHUNK = 1 << 26
 
@@ -98,16 +103,14 @@ def _file_xxh3(path: Path) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def jieba_record() -> dict[str, str | None]:
-    """jieba's version and the xxh3-64 of its dictionary and IDF table: a new jieba can cut
-    the same Chinese text into other words, and so give other fingerprints."""
+    """What cuts and weighs Chinese words: rjieba's version (its dictionary and HMM are
+    built into it) and the xxh3-64 of jieba's IDF table. A new segmenter can cut the
+    same Chinese text into other words, and so give other fingerprints."""
     spec = importlib.util.find_spec("jieba")
-    if spec is None or spec.origin is None:
-        return {"jieba_version": None, "jieba_dict_xxh3": None, "jieba_idf_xxh3": None}
-    root = Path(spec.origin).parent
+    root = Path(spec.origin).parent if spec is not None and spec.origin is not None else None
     return {
-        "jieba_version": importlib.metadata.version("jieba"),
-        "jieba_dict_xxh3": _file_xxh3(root / "dict.txt"),
-        "jieba_idf_xxh3": _file_xxh3(root / "analyse" / "idf.txt"),
+        "rjieba_version": _package_version("rjieba"),
+        "jieba_idf_xxh3": _file_xxh3(root / "analyse" / "idf.txt") if root else None,
     }
 
 
@@ -125,7 +128,7 @@ def _jsonable(value: Any) -> Any:
 def fingerprint_record(settings: Settings) -> dict[str, Any]:
     """Everything a fingerprint depends on, as stored in an index file: every field of
     Settings (found with dataclasses.fields, so a field added later is covered without
-    touching this), the feature hash, jieba's version and dictionary checksums, OpenCC's
+    touching this), the feature hash, the Chinese segmenter's version and IDF table checksum, OpenCC's
     version, and the fingerprint spec version. Two runs whose records differ make
     incomparable fingerprints."""
     return {
@@ -143,8 +146,7 @@ def fingerprint_record(settings: Settings) -> dict[str, Any]:
 _RECORD_NAMES = {
     "hash": "the feature hash",
     "spec_version": "the fingerprint spec version",
-    "jieba_version": "the jieba version",
-    "jieba_dict_xxh3": "jieba's dictionary (checksum)",
+    "rjieba_version": "the rjieba version (Chinese words)",
     "jieba_idf_xxh3": "jieba's IDF table (checksum)",
     "opencc_version": "the OpenCC version",
     "opencc_config": "the OpenCC configuration that folds scripts",
@@ -219,6 +221,10 @@ class StoredIndex:
     sketches: np.ndarray | None = None
     sketched: np.ndarray | None = None
     sketch: str | None = None
+    #: (n,) or (n, 2) uint64 head fingerprints (verify.VerifyingDeduplicator) and (n,)
+    #: uint8 1 where a row has one; None when no row has one.
+    heads: np.ndarray | None = None
+    headed: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.fingerprints)
@@ -244,7 +250,10 @@ class StoredIndex:
     def load_into(self, dd: Deduplicator) -> None:
         """Give a Deduplicator these rows; a VerifyingDeduplicator gets their sketches too."""
         if isinstance(dd, VerifyingDeduplicator) and self.sketches is not None:
-            dd.extend(self.fingerprints, self.ids(), self.sketches, self.sketched.astype(bool))  # type: ignore[union-attr]
+            headed = None if self.headed is None else self.headed.astype(bool)
+            dd.extend(
+                self.fingerprints, self.ids(), self.sketches, self.sketched.astype(bool), self.heads, headed
+            )  # type: ignore[union-attr]
         else:
             dd.extend(self.fingerprints, self.ids())
 
@@ -273,6 +282,13 @@ class StoredIndex:
                 raise ValueError(f"{n} fingerprints but sketches of shape {self.sketches.shape}")
             if self.sketch is None:
                 raise ValueError("sketches of no named kind")
+        if (self.heads is None) != (self.headed is None):
+            raise ValueError("heads without their flags, or flags without heads")
+        if self.heads is not None and self.headed is not None:
+            if self.sketches is None:
+                raise ValueError("heads without sketches")
+            if self.heads.shape != self.fingerprints.shape or self.headed.shape != (n,):
+                raise ValueError(f"{n} fingerprints but heads of shape {self.heads.shape}")
 
 
 def empty_index(settings: Settings) -> StoredIndex:
@@ -292,7 +308,12 @@ def empty_index(settings: Settings) -> StoredIndex:
 
 
 def _arrays(index: StoredIndex) -> list[np.ndarray]:
-    empty = {"sketches": np.zeros((0, 0), np.uint8), "sketched": np.zeros(0, np.uint8)}
+    empty = {
+        "sketches": np.zeros((0, 0), np.uint8),
+        "sketched": np.zeros(0, np.uint8),
+        "heads": np.zeros(0, np.uint64),
+        "headed": np.zeros(0, np.uint8),
+    }
     out = []
     for name, dtype in ARRAYS:
         a = getattr(index, name)
@@ -354,6 +375,8 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
         "count": len(index),
         "fingerprint": index.fingerprint,
         "sketch": index.sketch if index.sketches is not None else None,
+        # What a row's head fingerprint covers (settings.HEAD_TOKENS), when rows have one.
+        "heads": f"first {HEAD_TOKENS} tokens" if index.heads is not None else None,
         "runs": index.runs,
         "arrays": [
             {"name": name, "dtype": dtype.str, "shape": list(a.shape)}
@@ -530,6 +553,8 @@ def read_index(path: str | os.PathLike[str]) -> StoredIndex:
         if header.get("sketch") is not None:
             index.sketches, index.sketched = arrays["sketches"], arrays["sketched"]
             index.sketch = str(header["sketch"])
+        if header.get("heads"):
+            index.heads, index.headed = arrays["heads"].astype(np.uint64, copy=False), arrays["headed"]
         index._check()
     except (ValueError, KeyError, TypeError) as e:
         raise _corrupt(path, str(e)) from e
@@ -626,6 +651,8 @@ class IndexSession:
         # keep them for later runs that verify).
         self._sketches: np.ndarray | None = None
         self._sketched: np.ndarray | None = None
+        self._heads: np.ndarray | None = None
+        self._headed: np.ndarray | None = None
 
     def __enter__(self) -> IndexSession:
         self._lock = index_lock(self.path, self.wait)
@@ -658,6 +685,7 @@ class IndexSession:
             self._stored.load_into(dd)
             if not isinstance(dd, VerifyingDeduplicator):
                 self._sketches, self._sketched = self._stored.sketches, self._stored.sketched
+                self._heads, self._headed = self._stored.heads, self._stored.headed
             self._stored = None  # the Deduplicator holds the rows now; keep one copy
         self._preloaded = True
 
@@ -676,13 +704,21 @@ class IndexSession:
         now = _now()
         run = {"name": self.run_name, "started": self.started, "finished": now, "added": added}
         sketches, sketched = self._sketches, self._sketched
+        heads, headed = self._heads, self._headed
         if isinstance(dd, VerifyingDeduplicator):
             sketches, has = dd.sketch_array()
             sketched = has.astype(np.uint8) if has.any() else None
             sketches = sketches if has.any() else None
-        elif sketches is not None and sketched is not None:  # this run's rows have none
-            sketches = np.concatenate([sketches, np.zeros((added, sketches.shape[1]), np.uint8)])
-            sketched = np.concatenate([sketched, np.zeros(added, np.uint8)])
+            heads, with_head = dd.head_array()
+            headed = with_head.astype(np.uint8) if with_head.any() else None
+            heads = heads if with_head.any() else None
+        else:  # this run's rows have neither
+            if sketches is not None and sketched is not None:
+                sketches = np.concatenate([sketches, np.zeros((added, sketches.shape[1]), np.uint8)])
+                sketched = np.concatenate([sketched, np.zeros(added, np.uint8)])
+            if heads is not None and headed is not None:
+                heads = np.concatenate([heads, np.zeros((added, *heads.shape[1:]), np.uint64)])
+                headed = np.concatenate([headed, np.zeros(added, np.uint8)])
         index = StoredIndex(
             fingerprint=fingerprint_record(self.settings),
             fingerprints=dd.index.fingerprint_array(),
@@ -695,6 +731,8 @@ class IndexSession:
             sketches=sketches,
             sketched=sketched,
             sketch=SKETCH_SPEC if sketches is not None else None,
+            heads=heads,
+            headed=headed,
         )
         write_index(self.path, index)
         self.saved = len(index)
@@ -742,6 +780,13 @@ def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:
         )
         merged.sketched = np.concatenate(
             [p.sketched if p.sketched is not None else np.zeros(len(p), np.uint8) for p in parts]
+        )
+    if any(p.heads is not None for p in parts):
+        merged.heads = np.concatenate(
+            [p.heads if p.heads is not None else np.zeros(p.fingerprints.shape, np.uint64) for p in parts]
+        )
+        merged.headed = np.concatenate(
+            [p.headed if p.headed is not None else np.zeros(len(p), np.uint8) for p in parts]
         )
     merged._check()
     return merged

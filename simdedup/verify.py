@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from .dedup import Decision, Deduplicator, Ids
-from .fingerprint import HashFunc
-from .index import BlockIndex, fingerprint_array, near_pair_arrays
+from .features import normalized
+from .fingerprint import HashFunc, normalized_batch_fingerprints
+from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
 from .read import Document
-from .settings import MIN_JACCARD, Settings
+from .settings import HEAD_CROWD, MIN_JACCARD, Settings
 from .sketch import SHINGLE, SKETCH, Sketcher, fingerprints_and_sketches
 from .sketch import shingle_hashes as _shingle_runs
 
@@ -25,15 +27,24 @@ __all__ = ["MIN_JACCARD", "SHINGLE", "VerifyingDeduplicator", "deduplicator"]
 
 
 class VerifyingDeduplicator(Deduplicator):
-    """Keep-first dedup where a candidate within the distance must also reach
-    `min_jaccard` on shingles, estimated from sketches; of those that do, the most
-    similar kept document wins (ties: the nearest fingerprint, then the earliest row).
-    None verified: kept.
+    """Keep-first dedup where a candidate must also reach `min_jaccard` on shingles,
+    estimated from sketches; of those that do, the most similar kept document wins
+    (ties: the nearest fingerprint, then the earliest row). None verified: kept.
+
+    Candidates come from two places: kept documents whose fingerprint is within the
+    distance, and kept documents whose head fingerprint (of the first HEAD_TOKENS tokens,
+    settings.HEAD_TOKENS) is within the distance of this document's head. Heads find
+    copies that were truncated or gained or lost a header, whose whole fingerprints
+    moved; a head candidate is a duplicate only if verified. A head within the distance
+    of more than HEAD_CROWD kept heads is boilerplate (a site's navigation): it gives no
+    candidates and is not kept, which bounds the work any one head can cause.
 
     Memory: `sketcher.nbytes` + 1 bytes per row (129 with the default sketch), in arrays
-    that grow by half again when full.
-    Documents given as features have no sketch, nor do rows preloaded with `extend`
-    without sketches: a match involving one is decided on the fingerprint alone.
+    that grow by half again when full; for each row with a head, a second BlockIndex
+    row and 8 bytes (`head_index`, `head_rows`).
+    Documents given as features have no sketch and no head, nor do rows preloaded with
+    `extend` without sketches: a fingerprint match involving one is decided on the
+    fingerprint alone.
     """
 
     def __init__(
@@ -52,6 +63,9 @@ class VerifyingDeduplicator(Deduplicator):
         # Row r's sketch is _sketches[r] when _has[r]; rows past len(self.ids) are spare.
         self._sketches = np.zeros((0, sketcher.nbytes), np.uint8)
         self._has = np.zeros(0, bool)
+        # The heads of the rows that have one: head_index row h is row _head_rows[h].
+        self.head_index = BlockIndex(self.settings.bits, self.index.distance)
+        self._head_rows = np.zeros(0, np.int64)
 
     def _reserve(self, rows: int) -> None:
         """Room for `rows` rows: growth by half again, so appending a row is amortized
@@ -65,10 +79,25 @@ class VerifyingDeduplicator(Deduplicator):
         has[: len(self._has)] = self._has
         self._sketches, self._has = sketches, has
 
+    def _add_heads(self, heads: np.ndarray, rows: np.ndarray) -> None:
+        """Index the heads (fingerprint_array form) of these rows."""
+        if not len(rows):
+            return
+        start = len(self.head_index)
+        if start + len(rows) > len(self._head_rows):
+            grown = np.zeros(max(start + len(rows), len(self._head_rows) * 3 // 2, 1024), np.int64)
+            grown[:start] = self._head_rows[:start]
+            self._head_rows = grown
+        self._head_rows[start : start + len(rows)] = rows
+        self.head_index.add_many(heads)
+
     def _check(self) -> None:
         assert self._sketches.shape == (len(self._has), self.sketcher.nbytes)
         assert len(self._has) >= len(self.ids) == len(self.index)
         assert not self._sketches[~self._has].any(), "a row without a sketch holds one"
+        head_rows = self._head_rows[: len(self.head_index)]
+        assert np.all(head_rows[1:] > head_rows[:-1]), "head rows are in row order, once each"
+        assert np.all(self._has[head_rows]), "a row with a head has a sketch"
 
     def extend(
         self,
@@ -76,10 +105,13 @@ class VerifyingDeduplicator(Deduplicator):
         ids: Ids | Iterable[str],
         sketches: np.ndarray | None = None,
         has: np.ndarray | None = None,
+        heads: np.ndarray | None = None,
+        headed: np.ndarray | None = None,
     ) -> None:
         """Preload rows (see Deduplicator.extend) with their sketches, (rows, nbytes)
         uint8, and which of them have one (`has`, bool; default: all when sketches are
-        given). A row without a sketch is matched on the fingerprint alone."""
+        given); and their heads (fingerprint_array form) where `headed` (bool) says they
+        have one. A row without a sketch is matched on the fingerprint alone."""
         before = len(self.ids)
         super().extend(fps, ids)
         after = len(self.ids)
@@ -94,6 +126,11 @@ class VerifyingDeduplicator(Deduplicator):
         self._sketches[before:after] = sketches
         self._sketches[before:after][~has] = 0
         self._has[before:after] = has
+        if heads is not None and headed is not None:
+            headed = np.asarray(headed, bool) & has
+            if headed.shape != (after - before,) or len(heads) != after - before:
+                raise ValueError(f"{after - before} rows but {len(heads)} heads")
+            self._add_heads(heads[headed], before + np.flatnonzero(headed))
 
     def sketch_array(self) -> tuple[np.ndarray, np.ndarray]:
         """(sketches, has): every row's sketch, (rows, nbytes) uint8, zeros where it has
@@ -102,27 +139,44 @@ class VerifyingDeduplicator(Deduplicator):
         rows = len(self.ids)
         return self._sketches[:rows], self._has[:rows]
 
+    def head_array(self) -> tuple[np.ndarray, np.ndarray]:
+        """(heads, headed): every row's head fingerprint (fingerprint_array form, zero
+        where it has none) and a bool per row saying which have one. Copies."""
+        rows = self._head_rows[: len(self.head_index)]
+        found = self.head_index.fingerprint_array()
+        heads = np.zeros((len(self.ids), *found.shape[1:]), np.uint64)
+        heads[rows] = found
+        headed = np.zeros(len(self.ids), bool)
+        headed[rows] = True
+        return heads, headed
+
     def sketch_bytes(self) -> int:
-        """Memory held for verification, in bytes."""
-        return self._sketches.nbytes + self._has.nbytes
+        """Memory held for verification (sketches, heads and their index), in bytes."""
+        heads = self.head_index.stats().nbytes + self._head_rows.nbytes
+        return self._sketches.nbytes + self._has.nbytes + heads
 
     def process(self, docs: Sequence[Document]) -> list[Decision]:
-        """Deduplicator.process, the fingerprints and the default sketches made in one pass
-        over the texts (sketch.fingerprints_and_sketches)."""
+        """Deduplicator.process, the fingerprints, the default sketches and the heads made
+        in one pass over the texts (sketch.fingerprints_and_sketches)."""
         if self.sketcher != SKETCH:
             return super().process(docs)
         work = [doc.text if doc.features is None else doc.features for doc in docs]
         return self.decide_many(docs, *fingerprints_and_sketches(work, self.settings, self.hashfunc))
 
     def decide_many(
-        self, docs: Sequence[Document], fps: Sequence[int | None], sketches: np.ndarray | None = None
+        self,
+        docs: Sequence[Document],
+        fps: Sequence[int | None],
+        sketches: np.ndarray | None = None,
+        heads: Sequence[int | None] | None = None,
     ) -> list[Decision]:
         """Decisions for a batch, in order, as if each document were decided in turn:
-        candidates come from one search of the index and one of the batch against
-        itself, and are verified together. `sketches` are the documents' sketches, row
-        by row (made from their texts when not given).
+        candidates come from one search of each index and one of the batch against
+        itself, and are verified together. `sketches` and `heads` are the documents'
+        sketches, row by row, and head fingerprints (made from their texts when not
+        given).
 
-        A document with no verified candidate is kept, whatever the rest of the batch
+        A document with no candidate at all is kept, whatever the rest of the batch
         decides; only the few with one are walked in order, in Python."""
         decisions: list[Decision] = [None] * len(docs)  # type: ignore[list-item]
         present = [i for i, fp in enumerate(fps) if fp is not None]
@@ -146,27 +200,37 @@ class VerifyingDeduplicator(Deduplicator):
         pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
         ok = ~(pair_sims < self.min_jaccard)
         first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
+        head = _Heads.of(self, docs, present, heads, fparray, mine, has_mine)
         base = len(self.index)
         walked = np.zeros(len(present), bool)
         walked[q] = True
         walked[second] = True
+        walked[head.walked] = True
         kept = (~walked).tolist()
+        calm = [True] * len(present)  # whether a document's head is below the crowd
         # The chosen candidate of each duplicate: a kept row, or base + its batch position
         # (in the same order as the row it gets: batch rows follow the kept ones, in order).
         target: dict[int, tuple[int, int]] = {}
         if walked.any():
-            candidates: dict[int, list[tuple[int, int, float]]] = {}
+            # pos -> (row, d, sim, by head): a kept row, or -1 - an earlier batch position
+            candidates: dict[int, list[tuple[int, int, float, bool]]] = {}
             for pos, row, d, sim in zip(q.tolist(), rows.tolist(), ds.tolist(), sims.tolist()):
-                candidates.setdefault(pos, []).append((row, d, sim))
+                candidates.setdefault(pos, []).append((row, d, sim, False))
             for i, j, d, sim in zip(first.tolist(), second.tolist(), pair_ds.tolist(), pair_sims.tolist()):
-                candidates.setdefault(j, []).append((-1 - i, d, sim))
+                candidates.setdefault(j, []).append((-1 - i, d, sim, False))
+            for pos, row, d, sim in head.candidates():
+                candidates.setdefault(pos, []).append((row, d, sim, True))
             for pos in np.flatnonzero(walked).tolist():
+                calm[pos] = head.calm(pos, kept, calm)
                 best: tuple[int, float, int, int] | None = None
-                for row, d, sim in candidates[pos]:
+                for row, d, sim, by_head in candidates.get(pos, ()):
+                    if by_head and not calm[pos]:
+                        continue
                     if row < 0:  # an earlier document of this batch: only if it was kept
-                        if not kept[-1 - row]:
+                        i = -1 - row
+                        if not kept[i] or (by_head and not calm[i]):
                             continue
-                        row = base - 1 - row
+                        row = base + i
                     # unverifiable: after every verified candidate
                     key = (1, 0.0, d, row) if math.isnan(sim) else (0, -sim, d, row)
                     if best is None or key < best:
@@ -193,10 +257,16 @@ class VerifyingDeduplicator(Deduplicator):
                 row = int(new_rows[row - base])
             decisions[i] = Decision(docs[i], fps[i], "duplicate", row, self.ids[row], d)
         self.index.add_many(fparray[is_kept])
+        indexed = is_kept[head.pos] & np.array(calm, bool)[head.pos]
+        self._add_heads(head.fps[indexed], new_rows[head.pos[indexed]])
         return decisions
 
     def match_many(
-        self, docs: Sequence[Document], fps: Sequence[int | None], sketches: np.ndarray | None = None
+        self,
+        docs: Sequence[Document],
+        fps: Sequence[int | None],
+        sketches: np.ndarray | None = None,
+        heads: Sequence[int | None] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """For each document, the kept row it would duplicate and the distance, or -1 and
         -1; nothing is kept. The row is chosen as decide_many chooses among kept rows:
@@ -207,10 +277,18 @@ class VerifyingDeduplicator(Deduplicator):
         if not present:
             return rows, dists
         mine, has_mine = self._batch_sketches(docs, present, sketches)
-        q, found, ds = self.index.search(fingerprint_array([fps[i] for i in present], self.settings.bits))
+        fparray = fingerprint_array([fps[i] for i in present], self.settings.bits)
+        q, found, ds = self.index.search(fparray)
         sims = self._similarities(mine, has_mine, q, self._sketches, self._has, found)
         ok = ~(sims < self.min_jaccard)  # NaN passes: decided on the fingerprint
         q, found, ds, sims = q[ok], found[ok], ds[ok], sims[ok]
+        head = _Heads.of(self, docs, present, heads, fparray, mine, has_mine, batch=False)
+        calm = head.crowd_in_index <= HEAD_CROWD
+        by_head = calm[head.q] & (head.rows >= 0)
+        q = np.concatenate([q, head.q[by_head]])
+        found = np.concatenate([found, head.rows[by_head]])
+        ds = np.concatenate([ds, head.ds[by_head]])
+        sims = np.concatenate([sims, head.sims[by_head]])
         unverified = np.isnan(sims)
         order = np.lexsort((found, ds, -np.nan_to_num(sims), unverified, q))
         first = order[np.r_[True, q[order][1:] != q[order][:-1]]] if len(order) else order
@@ -251,6 +329,108 @@ class VerifyingDeduplicator(Deduplicator):
         if len(both):
             out[both] = self.sketcher.similarity(a[a_rows[both]], b[b_rows[both]])
         return out
+
+
+@dataclass
+class _Heads:
+    """A batch's head fingerprints and what they find, for decide_many's walk.
+
+    `pos`: the batch positions (among the present documents) that have a head, `fps`
+    their heads. Candidates that verified, by head: (q, rows, ds, sims) with rows >= 0
+    a kept row and rows < 0 an earlier batch position i as -1 - i; ds is the distance
+    of the whole fingerprints. A head is calm (gives candidates, and is kept with its
+    document) while at most HEAD_CROWD kept heads are within the distance:
+    `crowd_in_index` counts those in the index, `earlier` lists each position's earlier
+    batch neighbours, which count if they were kept and calm themselves."""
+
+    pos: np.ndarray
+    fps: np.ndarray
+    q: np.ndarray
+    rows: np.ndarray
+    ds: np.ndarray
+    sims: np.ndarray
+    crowd_in_index: np.ndarray
+    earlier: dict[int, np.ndarray]
+
+    @classmethod
+    def of(
+        cls,
+        dd: VerifyingDeduplicator,
+        docs: Sequence[Document],
+        present: list[int],
+        heads: Sequence[int | None] | None,
+        fparray: np.ndarray,
+        mine: np.ndarray,
+        has_mine: np.ndarray,
+        batch: bool = True,
+    ) -> _Heads:
+        bits, k = dd.settings.bits, dd.index.distance
+        if heads is None:
+            heads = _heads_of(docs, dd.settings, dd.hashfunc)
+        pos = np.array([p for p, i in enumerate(present) if heads[i] is not None and has_mine[p]], np.int64)
+        fps = fingerprint_array([heads[present[p]] for p in pos.tolist()], bits)
+        hq, hrows, _ = dd.head_index.search(fps)
+        crowd = np.bincount(hq, minlength=len(pos))
+        crowd_in_index = np.zeros(len(present), np.int64)
+        crowd_in_index[pos] = crowd
+        # Kept rows: verified, and only for heads that may be calm (the rest never are).
+        live = crowd[hq] <= HEAD_CROWD
+        q, rows = pos[hq[live]], dd._head_rows[hrows[live]]
+        sims = dd._similarities(mine, has_mine, q, dd._sketches, dd._has, rows)
+        ds = dd.index.distances_to(rows, fparray[q])
+        earlier: dict[int, np.ndarray] = {}
+        if batch and len(pos) > 1:
+            first, second, _ = near_pair_arrays(fps, bits, k)
+            first, second = pos[first], pos[second]
+            order = np.argsort(second, kind="stable")
+            first, second = first[order], second[order]
+            cuts = np.flatnonzero(np.r_[True, second[1:] != second[:-1]]) if len(second) else _NONE
+            for at, group in zip(second[cuts].tolist(), np.split(first, cuts[1:])):
+                earlier[at] = group
+            live = crowd_in_index[second] <= HEAD_CROWD
+            bq, bfirst = second[live], first[live]
+            bsims = dd._similarities(mine, has_mine, bq, mine, has_mine, bfirst)
+            q = np.concatenate([q, bq])
+            rows = np.concatenate([rows, -1 - bfirst])
+            ds = np.concatenate([ds, distances(fparray[bq], fparray[bfirst], bits)])
+            sims = np.concatenate([sims, bsims])
+        ok = sims >= dd.min_jaccard  # NaN (a side without a sketch) never verifies a head
+        return cls(pos, fps, q[ok], rows[ok], ds[ok], sims[ok], crowd_in_index, earlier)
+
+    @property
+    def walked(self) -> np.ndarray:
+        """The positions whose decision or calm depends on what came before them."""
+        in_index = self.pos[self.crowd_in_index[self.pos] > 0]
+        return np.concatenate([in_index, np.array(list(self.earlier), np.int64)])
+
+    def candidates(self) -> Iterable[tuple[int, int, int, float]]:
+        return zip(self.q.tolist(), self.rows.tolist(), self.ds.tolist(), self.sims.tolist())
+
+    def calm(self, pos: int, kept: list[bool], calm: list[bool]) -> bool:
+        """Whether the head at batch position `pos` has at most HEAD_CROWD kept heads
+        within the distance, given which earlier positions were kept and calm."""
+        crowd = int(self.crowd_in_index[pos])
+        if crowd > HEAD_CROWD:
+            return False
+        for i in self.earlier.get(pos, _NONE).tolist():
+            if kept[i] and calm[i]:
+                crowd += 1
+                if crowd > HEAD_CROWD:
+                    return False
+        return True
+
+
+_NONE = np.zeros(0, np.int64)
+
+
+def _heads_of(docs: Sequence[Document], settings: Settings, hashfunc: HashFunc) -> list[int | None]:
+    """The head fingerprints of a batch's texts (None for documents given as features)."""
+    heads: list[int | None] = [None] * len(docs)
+    texts = [i for i, doc in enumerate(docs) if doc.features is None]
+    norm = [normalized(docs[i].text, settings) for i in texts]
+    for i, head in zip(texts, normalized_batch_fingerprints(norm, settings, hashfunc, heads=True)[2]):
+        heads[i] = head
+    return heads
 
 
 def deduplicator(settings: Settings, verify: float | None = None) -> Deduplicator:

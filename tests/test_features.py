@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simdedup import Settings, SettingsError, extract, normalize, tokenize
 
@@ -52,6 +54,36 @@ def test_words_are_unicode_word_tokens_without_punctuation() -> None:
 def test_auto_uses_jieba_for_chinese_and_keeps_english_words() -> None:
     tokens = tokenize("我爱北京天安门 and Python", Settings())
     assert tokens == ["我", "爱", "北京", "天安门", "and", "python"]
+
+
+def test_mixed_text_cuts_han_runs_with_jieba_and_the_rest_into_unicode_words() -> None:
+    # jieba.lcut would give "vimrc", "_", "example" and "3.14"; Latin text between Han
+    # runs is cut the way English is, whatever the segmenter does with it.
+    tokens = tokenize("编辑vimrc_example，版本3.14 (beta)", Settings())
+    assert tokens == ["编辑", "vimrc_example", "版本", "3", "14", "beta"]
+
+
+# Common characters, so that dictionary words as well as jieba's HMM (for unknown
+# words) are exercised.
+_COMMON_HAN = (
+    "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动"
+    "同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自"
+    "二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日"
+    "那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变"
+    "条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总"
+    "次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指"
+    "几九区强放决西被干做必战先回则任取据处理府研质"
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=_COMMON_HAN, min_size=1, max_size=40))
+def test_rjieba_cuts_han_text_into_the_same_words_as_jieba(text: str) -> None:
+    import jieba
+
+    from simdedup.features import jieba_words
+
+    assert jieba_words(text) == jieba.lcut(text)
 
 
 def test_auto_uses_plain_words_without_chinese() -> None:
@@ -112,10 +144,19 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_jieba_is_not_imported_for_documents_without_chinese() -> None:
     result = run_python(
-        "import sys; from simdedup import fingerprint_texts as f; "
-        "f(['plain english']); print('jieba' in sys.modules)"
+        "import sys; from simdedup import fingerprint_texts as f; f(['plain english']); "
+        "print('jieba' in sys.modules, 'rjieba' in sys.modules)"
     )
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "False False"
+
+
+def test_chinese_documents_load_jieba_only_for_its_idf_table() -> None:
+    code = (
+        "import sys; from simdedup import Settings, fingerprint_texts as f; f(['北京欢迎你']); "
+        "print('jieba' in sys.modules, 'rjieba' in sys.modules); "
+        "f(['北京欢迎你'], Settings(weights='tfidf')); print('jieba' in sys.modules)"
+    )
+    assert run_python(code).stdout.split() == ["False", "True", "True"]
 
 
 def test_jieba_says_nothing_on_stderr() -> None:

@@ -239,12 +239,12 @@ def test_index_info_starts_with_the_count_then_settings_size_times_and_buckets(i
     lines = result.stdout.splitlines()
     assert lines[0] == "fingerprints: 6"
     assert lines[1].startswith("settings: tokenizer=auto ngram=3 shingle=1 weights=tf top_k=0")
-    jieba = jieba_record()["jieba_version"]
+    rjieba = jieba_record()["rjieba_version"]
     assert lines[2].startswith(
-        f"fingerprint: xxh3_64, spec version {FINGERPRINT_SPEC_VERSION}, jieba {jieba}"
+        f"fingerprint: xxh3_64, spec version {FINGERPRINT_SPEC_VERSION}, rjieba {rjieba}, "
     )
     assert lines[3].startswith(f"size: {index.stat().st_size:,} bytes")
-    assert lines[4] == f"verification sketches: 6 of 6 rows ({SKETCH_SPEC})"
+    assert lines[4] == f"verification sketches: 6 of 6 rows ({SKETCH_SPEC}); head fingerprints: 6"
     assert re.fullmatch(r"created: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", lines[5])
     assert lines[6].startswith("updated: ")
     assert lines[7].startswith("runs: 1; last: 'monday'")
@@ -473,6 +473,9 @@ def test_kill_9_at_random_moments_always_leaves_a_whole_index(index: Path, tmp_p
         [stored.sketches, np.zeros((300_000, stored.sketches.shape[1]), np.uint8)]
     )
     stored.sketched = np.concatenate([stored.sketched, np.zeros(300_000, np.uint8)])
+    if stored.heads is not None and stored.headed is not None:
+        stored.heads = np.concatenate([stored.heads, np.zeros(300_000, np.uint64)])
+        stored.headed = np.concatenate([stored.headed, np.zeros(300_000, np.uint8)])
     write_index(index, stored)
     expected = read_index(index)
     outcomes = []

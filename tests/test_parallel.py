@@ -22,7 +22,12 @@ from simdedup.dedup import batches
 from simdedup.parallel import AUTO, default_jobs, fingerprint_batches
 from simdedup.sketch import text_sketches
 
-texts = st.text(alphabet=st.sampled_from("ab cd Ça 中文 北京 .,\n"), max_size=40)
+short_texts = st.text(alphabet=st.sampled_from("ab cd Ça 中文 北京 .,\n"), max_size=40)
+# Longer than settings.HEAD_TOKENS words: these have head fingerprints.
+long_texts = st.lists(st.sampled_from(["ab", "cd", "Ça", "中文", "北京", "x"]), min_size=30, max_size=60).map(
+    " ".join
+)
+texts = short_texts | long_texts
 features = st.dictionaries(st.sampled_from(["ab", "cd", "北京"]), st.integers(1, 3).map(float), max_size=3)
 
 
@@ -47,13 +52,13 @@ def test_two_jobs_give_one_jobs_fingerprints_in_order(docs: list[str], size: int
 def test_two_jobs_give_one_jobs_sketches_in_order(docs: list[str], size: int) -> None:
     documents = [Document(str(i), t, b"") for i, t in enumerate(docs)]
 
-    def run(jobs: int) -> list[tuple[list[str], list[int | None], bytes]]:
+    def run(jobs: int) -> list[tuple[list[str], list[int | None], bytes, list[int | None]]]:
         out = fingerprint_batches(batches(documents, size), Settings(), jobs, sketches=True)
-        return [([d.id for d in batch], fps, sk.tobytes()) for batch, fps, sk in out]
+        return [([d.id for d in batch], fps, sk.tobytes(), heads) for batch, fps, sk, heads in out]
 
     one = run(1)
     assert run(2) == one
-    assert b"".join(sk for _, _, sk in one) == text_sketches(docs).tobytes()
+    assert b"".join(sk for _, _, sk, _ in one) == text_sketches(docs).tobytes()
 
 
 @settings(max_examples=10, deadline=None)
@@ -68,7 +73,7 @@ def test_sketches_of_batches_with_features_are_the_texts_sketches_for_any_jobs(
 
     def run(jobs: int) -> tuple[list[int | None], bytes]:
         out = list(fingerprint_batches(batches(documents, size), Settings(), jobs, sketches=True))
-        return [fp for _, fps, _ in out for fp in fps], b"".join(sk.tobytes() for _, _, sk in out)
+        return [fp for _, fps, _, _ in out for fp in fps], b"".join(sk.tobytes() for _, _, sk, _ in out)
 
     alone = [fp for _, fps in fingerprint_batches(batches(documents, size), Settings(), 1) for fp in fps]
     one = run(1)
@@ -81,13 +86,13 @@ def test_sketches_of_batches_with_features_are_the_texts_sketches_for_any_jobs(
 def test_batches_cut_in_pieces_come_back_whole_and_in_order(docs: list[str], size: int, piece: int) -> None:
     documents = [Document(str(i), t, b"") for i, t in enumerate(docs)]
 
-    def run(jobs: int) -> list[tuple[list[str], list[int | None], bytes]]:
+    def run(jobs: int) -> list[tuple[list[str], list[int | None], bytes, list[int | None]]]:
         out = fingerprint_batches(batches(documents, size), Settings(), jobs, sketches=True, piece=piece)
-        return [([d.id for d in batch], fps, sk.tobytes()) for batch, fps, sk in out]
+        return [([d.id for d in batch], fps, sk.tobytes(), heads) for batch, fps, sk, heads in out]
 
     one = run(1)
     assert run(2) == one
-    assert [i for ids, _, _ in one for i in ids] == [str(i) for i in range(len(docs))]
+    assert [i for ids, _, _, _ in one for i in ids] == [str(i) for i in range(len(docs))]
 
 
 def test_given_features_and_texts_mix_in_one_batch() -> None:
@@ -274,4 +279,4 @@ def test_auto_jobs_start_workers_where_fingerprinting_is_slow(monkeypatch: pytes
     monkeypatch.setattr(parallel, "_Workers", counted)
     auto = list(fingerprint_batches(batches(docs, 25), Settings(), AUTO, sketches=True, piece=10))
     assert started == [2]
-    assert [(b, f, s.tobytes()) for b, f, s in auto] == [(b, f, s.tobytes()) for b, f, s in one]
+    assert [(b, f, s.tobytes(), h) for b, f, s, h in auto] == [(b, f, s.tobytes(), h) for b, f, s, h in one]

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import FeatureHasher, Settings
-from simdedup.features import has_chinese, normalize, words
-from simdedup.fingerprint import fingerprint_work
+from simdedup.features import has_chinese, normalize, tokenize, weigh, words
+from simdedup.fingerprint import fingerprint_batch, fingerprint_work
+from simdedup.settings import HEAD_TOKENS
 from simdedup.sketch import (
     SKETCH_BYTES,
     OnePermutation,
@@ -25,7 +26,7 @@ from simdedup.sketch import (
 
 # Words, Chinese, and the characters in between (accents, full width, punctuation).
 TEXT = st.text(alphabet=st.sampled_from("ab cdé,.\n我們的软件ＡＢ1"), max_size=80) | st.lists(
-    st.sampled_from(["the", "fox", "我们", "軟體", "über", "x1", "", "!"]), max_size=40
+    st.sampled_from(["the", "fox", "我们", "軟體", "über", "x1", "", "!"]), max_size=60
 ).map(" ".join)
 
 
@@ -192,9 +193,19 @@ SETTINGS = st.sampled_from(
 
 @settings(max_examples=200, deadline=None)
 @given(WORK, SETTINGS)
-def test_one_pass_gives_the_fingerprints_and_sketches_of_two(work: list, s: Settings) -> None:
-    fps, sketches = fingerprints_and_sketches(work, s, FeatureHasher(s.bits, s.seed))
+def test_one_pass_gives_the_fingerprints_sketches_and_heads_of_three(work: list, s: Settings) -> None:
+    fps, sketches, heads = fingerprints_and_sketches(work, s, FeatureHasher(s.bits, s.seed))
     assert fps == fingerprint_work(work, s, FeatureHasher(s.bits, s.seed))
     texts = [w if isinstance(w, str) else "" for w in work]  # features: no sketch
     assert sketches.tobytes() == text_sketches(texts, s.fold).tobytes()
     assert sketches.shape == (len(work), SKETCH_BYTES)
+    # A head is the fingerprint of the first HEAD_TOKENS tokens' features, for texts
+    # with more tokens than that; none for the rest and for documents given as features.
+    tokens = [tokenize(w, s) if isinstance(w, str) else [] for w in work]
+    expected = [
+        fingerprint_batch([weigh(t[:HEAD_TOKENS], s)], s.bits, FeatureHasher(s.bits, s.seed))[0]
+        if len(t) > HEAD_TOKENS
+        else None
+        for t in tokens
+    ]
+    assert heads == expected

@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simdedup.dedup import Deduplicator, Ids
+from simdedup.fingerprint import fingerprint_texts
 from simdedup.read import Document
-from simdedup.settings import Settings
+from simdedup.settings import HEAD_TOKENS, Settings
 from simdedup.sketch import SKETCH, SKETCH_SPEC, text_sketches
 from simdedup.status import (
     ExitStatus,
@@ -77,6 +78,9 @@ def same(a: StoredIndex, b: StoredIndex) -> bool:
         and (a.sketches is None or np.array_equal(a.sketches, b.sketches))
         and (a.sketched is None or np.array_equal(a.sketched, b.sketched))
         and a.sketch == b.sketch
+        and (a.heads is None) == (b.heads is None)
+        and (a.heads is None or np.array_equal(a.heads, b.heads) and a.heads.shape == b.heads.shape)
+        and (a.headed is None or np.array_equal(a.headed, b.headed))
     )
 
 
@@ -109,6 +113,13 @@ def stored_indexes(draw: st.DrawFn) -> StoredIndex:
         index.sketched = rng.integers(0, 2, n, dtype=np.uint8)
         index.sketches = rng.integers(0, 256, (n, SKETCH.nbytes), dtype=np.uint8) * index.sketched[:, None]
         index.sketch = SKETCH_SPEC
+        if draw(st.booleans()):  # and of those, rows of long texts carry heads
+            index.headed = index.sketched * rng.integers(0, 2, n, dtype=np.uint8)
+            shape = index.fingerprints.shape
+            heads = rng.integers(0, 2**63, shape, dtype=np.uint64)
+            index.heads = heads * (index.headed if len(shape) == 1 else index.headed[:, None]).astype(
+                np.uint64
+            )
     return index
 
 
@@ -139,8 +150,29 @@ def test_a_version_1_file_is_read_as_rows_without_sketches(
     assert list(back.ids()) == ["a", "b"] and back.sketches is None
 
 
-def test_sketches_survive_a_run_without_verification_and_merge(tmp_path: Path) -> None:
-    texts = ["the first document, long enough to shingle", "a second and different one"]
+def test_a_version_2_file_is_read_as_rows_without_heads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simdedup.store as store
+
+    index = make_index([1, 2], ["a", "b"], [0, 0])
+    index.sketches, index.sketched, index.sketch = (
+        np.ones((2, SKETCH.nbytes), np.uint8),
+        np.ones(2, np.uint8),
+        SKETCH_SPEC,
+    )
+    with monkeypatch.context() as m:  # what simdedup wrote before the heads
+        m.setattr(store, "FORMAT_VERSION", 2)
+        m.setattr(store, "ARRAYS", store.ARRAYS[:6])
+        write_index(tmp_path / "v2.sdx", index)
+    assert read_header(tmp_path / "v2.sdx")[0]["format_version"] == 2
+    back = read_index(tmp_path / "v2.sdx")
+    assert back.sketched is not None and back.sketched.tolist() == [1, 1] and back.heads is None
+
+
+def test_sketches_and_heads_survive_a_run_without_verification_and_merge(tmp_path: Path) -> None:
+    long = " ".join(f"word{i}" for i in range(HEAD_TOKENS + 8))  # it has a head
+    texts = [long, "a second and different one"]
     path = tmp_path / "x.sdx"
     with IndexSession(path, Settings(), run_name="verified") as session:
         dd = VerifyingDeduplicator(Settings())
@@ -155,6 +187,9 @@ def test_sketches_survive_a_run_without_verification_and_merge(tmp_path: Path) -
     assert stored.sketched is not None and stored.sketches is not None
     assert stored.sketched.tolist() == [1, 1, 0]
     assert np.array_equal(stored.sketches[:2], text_sketches(texts))
+    assert stored.headed is not None and stored.headed.tolist() == [1, 0, 0]
+    head = fingerprint_texts([" ".join(long.split()[:HEAD_TOKENS])])[0]
+    assert stored.heads is not None and stored.heads[0] == head
     merged = merge_indexes([("a", read_index(path)), ("b", make_index([7], ["z"], [0]))])
     assert merged.sketched is not None and merged.sketched.tolist() == [1, 1, 0, 0]
     reloaded = VerifyingDeduplicator(Settings())
@@ -162,6 +197,8 @@ def test_sketches_survive_a_run_without_verification_and_merge(tmp_path: Path) -
     sketches, has = reloaded.sketch_array()
     assert has.tolist() == [True, True, False, False]
     assert np.array_equal(sketches[:2], text_sketches(texts))
+    heads, headed = reloaded.head_array()
+    assert headed.tolist() == [True, False, False, False] and heads[0] == stored.heads[0]
 
 
 def test_an_empty_index_round_trips(tmp_path: Path) -> None:
@@ -184,8 +221,10 @@ def test_the_file_is_magic_version_json_header_arrays_and_a_checksum(small: Path
         "id_bytes",
         "sketches",
         "sketched",
+        "heads",
+        "headed",
     ]
-    assert header["sketch"] is None  # no row has a verification sketch
+    assert header["sketch"] is None and header["heads"] is None  # no row has a sketch or a head
     start = 16 + header_len
     assert np.frombuffer(data[start : start + 24], "<u8").tolist() == [1, 2**63 + 5, 0xFFFF]
 
@@ -199,7 +238,7 @@ def test_the_record_holds_every_settings_field_the_hash_jieba_and_the_spec_versi
         f.name: getattr(Settings(tokenizer="words", top_k=7), f.name) for f in dataclasses.fields(Settings)
     }
     assert record["hash"] == "xxh3_64" and record["spec_version"] >= 1
-    assert record["jieba_version"] and len(record["jieba_dict_xxh3"]) == 16
+    assert record["rjieba_version"] and len(record["jieba_idf_xxh3"]) == 16
     assert "opencc_version" in record
 
 
@@ -252,13 +291,11 @@ def test_a_run_may_search_a_stored_index_at_another_distance(small: Path) -> Non
         assert session.loaded == 3
 
 
-def test_another_jieba_dictionary_is_refused(tmp_path: Path) -> None:
+def test_another_chinese_segmenter_is_refused(tmp_path: Path) -> None:
     index = make_index([5], ["a"], [0])
-    index.fingerprint["jieba_dict_xxh3"] = "0" * 16
+    index.fingerprint["rjieba_version"] = "0.0.1"
     write_index(tmp_path / "x.sdx", index)
-    with pytest.raises(
-        IndexSettingsError, match="jieba's dictionary \\(checksum\\) is '0000000000000000' there"
-    ):
+    with pytest.raises(IndexSettingsError, match="the rjieba version \\(Chinese words\\) is '0.0.1' there"):
         IndexSession(tmp_path / "x.sdx", Settings()).__enter__()
 
 

@@ -12,8 +12,11 @@ from exact import exact_shingles as shingle_hashes
 from exact import jaccard
 
 from simdedup import Document, Settings, dedup
+from simdedup import verify as verify_module
 from simdedup.cli import main
 from simdedup.dedup import Deduplicator
+from simdedup.fingerprint import fingerprint_texts
+from simdedup.settings import HEAD_TOKENS
 from simdedup.sketch import SKETCH_BYTES, text_sketches
 from simdedup.verify import VerifyingDeduplicator, deduplicator
 
@@ -235,32 +238,56 @@ def test_cli_index_query_verifies_like_scan(tmp_path: Path) -> None:
         assert [r[1] for r in rows] == statuses, flag
 
 
+def head_of(doc: Document) -> int | None:
+    """A document's head fingerprint, by its definition: the fingerprint of its first
+    HEAD_TOKENS tokens (tests use lowercase ASCII words); None for short texts."""
+    if doc.features is not None or len(doc.text.split()) <= HEAD_TOKENS:
+        return None
+    return fingerprint_texts([" ".join(doc.text.split()[:HEAD_TOKENS])])[0]
+
+
 def one_at_a_time(
     dd: VerifyingDeduplicator, docs: list[Document], fps: list[int | None], sketches: np.ndarray
 ) -> list[tuple[str, int | None, str | None, int | None]]:
     """The definition decide_many must match, by brute force: each document in turn
-    against every kept row (preloaded ones too); verified candidates first, the most
-    similar, then the nearest, then the earliest; unverifiable ones (no sketch on a
-    side) after them. Decides without changing `dd`."""
+    against every kept row (preloaded ones too). Candidates: rows within the distance,
+    and rows whose head is within the distance of the document's head, if at most
+    HEAD_CROWD kept heads are (a head candidate must verify). Verified candidates first,
+    the most similar, then the nearest, then the earliest; unverifiable ones (no sketch
+    on a side) after them. A kept document's head is kept if it was within the crowd.
+    Decides without changing `dd`."""
+    k = dd.index.distance
     kept_fps = [int(x) for x in dd.index.fingerprint_array().view("<u8").ravel()]
     kept_ids = list(dd.ids)
     kept_sketches, kept_has = (list(a) for a in dd.sketch_array())
+    heads, headed = dd.head_array()
+    kept_heads: list[int | None] = [int(h) if on else None for h, on in zip(heads.tolist(), headed.tolist())]
     out: list[tuple[str, int | None, str | None, int | None]] = []
     for doc, fp, sketch in zip(docs, fps, sketches):
         if fp is None:
             out.append(("empty", None, None, None))
             continue
         has = doc.features is None
+        head = head_of(doc)
+        near_heads = (
+            []
+            if head is None
+            else [r for r, h in enumerate(kept_heads) if h is not None and (h ^ head).bit_count() <= k]
+        )
+        calm = len(near_heads) <= verify_module.HEAD_CROWD
         best = None
         for row, (other, other_sketch, other_has) in enumerate(zip(kept_fps, kept_sketches, kept_has)):
             d = (fp ^ other).bit_count()
-            if d > dd.index.distance:
+            by_head = calm and row in near_heads
+            if d > k and not by_head:
                 continue
             if has and other_has:
                 sim = float(dd.sketcher.similarity(sketch[None], other_sketch[None])[0])
                 if sim < dd.min_jaccard:
                     continue
                 key = (0, -sim, d, row)
+            elif d > k:
+                continue  # a head candidate must verify
             else:
                 key = (1, 0.0, d, row)
             best = key if best is None else min(best, key)
@@ -272,6 +299,7 @@ def one_at_a_time(
         kept_ids.append(doc.id)
         kept_sketches.append(sketch if has else np.zeros_like(sketch))
         kept_has.append(has)
+        kept_heads.append(head if has and calm else None)
     return out
 
 
@@ -321,3 +349,86 @@ def test_seeded_decisions_equal_deciding_each_document_against_every_kept_row(
         statuses.update(d.status for d in got)
         dd._check()
     assert statuses == {"unique", "duplicate", "empty"}
+
+
+# ---------------------------------------------------------------- heads
+
+
+HEADER = " ".join(f"nav{i}" for i in range(HEAD_TOKENS + 4))  # a site's navigation
+BODY = " ".join(f"b{i}" for i in range(150))
+
+
+def test_a_copy_whose_whole_fingerprint_moved_is_found_by_its_head() -> None:
+    original = BODY
+    extended = BODY + " " + " ".join(f"tail{i}" for i in range(20))  # 20 words added at the end
+    fps = fingerprint_texts([original, extended])
+    assert (fps[0] ^ fps[1]).bit_count() > Settings().distance  # out of reach of the whole fingerprint
+    assert jaccard(shingle_hashes(original), shingle_hashes(extended)) >= 0.8
+    out = list(dedup(docs(original, extended)))
+    assert [(d.status, d.duplicate_of, d.distance) for d in out] == [
+        ("unique", None, None),
+        ("duplicate", "0", (fps[0] ^ fps[1]).bit_count()),
+    ]
+    assert [d.status for d in dedup(docs(original, extended), verify=None)] == ["unique", "unique"]
+
+
+def test_a_shared_header_alone_makes_no_duplicate() -> None:
+    texts = [HEADER + " " + " ".join(f"p{n}w{i}" for i in range(60)) for n in range(3)]
+    assert [d.status for d in dedup(docs(*texts))] == ["unique"] * 3
+
+
+def test_a_crowded_head_gives_no_candidates_and_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verify_module, "HEAD_CROWD", 3)
+    pages = [HEADER + " " + " ".join(f"p{n}w{i}" for i in range(12)) for n in range(10)]
+    dd = VerifyingDeduplicator(Settings())
+    assert [d.status for d in dd.process(docs(*pages))] == ["unique"] * 10
+    assert len(dd.head_index) == 4  # the first four; the rest met more than 3 kept heads
+    heads, headed = dd.head_array()
+    assert headed.tolist() == [True] * 4 + [False] * 6 and len(set(heads[:4].tolist())) == 1
+
+
+@pytest.mark.parametrize(("seed", "size", "crowd"), [(5, 1, 3), (6, 7, 3), (7, 1000, 3), (8, 64, 64)])
+def test_seeded_decisions_with_heads_equal_the_brute_force_definition(
+    seed: int, size: int, crowd: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long documents that share headers, copies truncated, extended or edited: heads
+    find candidates, and some headers are crowded."""
+    monkeypatch.setattr(verify_module, "HEAD_CROWD", crowd)
+    rng = random.Random(seed)
+    vocabulary = [f"w{i}" for i in range(50)]
+    headers = [" ".join(rng.choice(vocabulary) for _ in range(36)) for _ in range(4)]
+
+    def body(n: int) -> list[str]:
+        return [rng.choice(vocabulary) for _ in range(n)]
+
+    originals = [
+        " ".join(([rng.choice(headers)] if rng.random() < 0.5 else []) + body(rng.randint(5, 80)))
+        for _ in range(120)
+    ]
+    texts: list[str] = []
+    for _ in range(700):
+        words = rng.choice(originals if rng.random() < 0.6 or not texts else texts[-40:]).split()
+        roll = rng.random()
+        if roll < 0.25:
+            words = words[: max(1, int(len(words) * rng.uniform(0.7, 1.0)))]
+        elif roll < 0.5:
+            words = words + body(rng.randint(1, 20))
+        elif roll < 0.75:
+            words[rng.randrange(len(words))] = "edit"
+        texts.append(" ".join(words))
+    batch = docs(*texts)
+    settings = Settings()
+    fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
+    sketches = text_sketches(texts)
+    dd = VerifyingDeduplicator(settings)
+    found_by_head = 0
+    for lo in range(0, len(batch), size):
+        expected = one_at_a_time(dd, batch[lo : lo + size], fps[lo : lo + size], sketches[lo : lo + size])
+        got = dd.decide_many(
+            batch[lo : lo + size], fps[lo : lo + size], sketches[lo : lo + size] if lo % 2 else None
+        )
+        assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+        found_by_head += sum(d.status == "duplicate" and d.distance > settings.distance for d in got)
+        dd._check()
+    assert found_by_head > 5
+    assert 0 < len(dd.head_index) < len(dd.ids)
