@@ -39,7 +39,7 @@ class VerifyingDeduplicator(Deduplicator):
     of more than HEAD_CROWD kept heads is boilerplate (a site's navigation): it gives no
     candidates and is not kept, which bounds the work any one head can cause.
 
-    Memory: `sketcher.nbytes` + 1 bytes per row (129 with the default sketch), in arrays
+    Memory: `sketcher.nbytes` + 1 bytes per row (257 with the default sketch), in arrays
     that grow by half again when full; for each row with a head, a second BlockIndex
     row and 8 bytes (`head_index`, `head_rows`).
     Documents given as features have no sketch and no head, nor do rows preloaded with

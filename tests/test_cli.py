@@ -202,7 +202,7 @@ def test_a_directory_is_one_document_per_file(tmp_path: Path) -> None:
 def test_verbose_reports_the_index_layout_and_largest_bucket(lines: Path) -> None:
     result = run("scan", "-v", str(lines))
     assert "6 blocks of 11/11/11/11/10/10 bits, 15 tables keyed on 2; " in result.stderr
-    assert "verification: estimated Jaccard >= 0.8 from 128-byte sketches" in result.stderr
+    assert "verification: estimated Jaccard >= 0.8 from 256-byte sketches" in result.stderr
     assert "largest bucket" in result.stderr
 
 

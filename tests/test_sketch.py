@@ -54,7 +54,7 @@ def estimate_errors(pairs: list[tuple[str, str]]) -> np.ndarray:
 def test_sketches_are_fixed_size_bytes() -> None:
     sketches = text_sketches(["a b c", "", "我们的软件" * 50, "word " * 1000])
     assert sketches.shape == (4, SKETCH_BYTES) and sketches.dtype == np.uint8
-    assert SKETCH_BYTES <= 128
+    assert SKETCH_BYTES == 256
 
 
 @given(TEXT)
