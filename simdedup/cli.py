@@ -41,7 +41,7 @@ from .report import (
     format_for,
 )
 from .settings import HEAD_TOKENS, MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings
-from .sketch import SKETCH, SKETCH_SPEC, similarity, text_sketches
+from .sketch import SKETCH, SKETCH_SPEC, fingerprints_and_sketches, similarity
 from .status import ExitStatus, SimdedupError
 from .store import (
     IndexSession,
@@ -834,7 +834,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     Jaccard similarity, unshared features.
 
     Each FILE is one whole document. Exits 0 when the two are near-duplicates as scan
-    decides (within the distance, and with --verify's Jaccard), 1 when they are not.
+    decides (within the distance, or their first 32 tokens within it, and with
+    --verify's Jaccard), 1 when they are not.
 
     \b
     Examples:
@@ -848,7 +849,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         Document(f"--text {i + 1}", t, b"") for i, t in enumerate(texts)
     ]
     features = [extract(d.text, settings) for d in docs]
-    fa, fb = fingerprint_batch(features, settings.bits, FeatureHasher(settings.bits, settings.seed))
+    hasher = FeatureHasher(settings.bits, settings.seed)
+    fa, fb = fingerprint_batch(features, settings.bits, hasher)
     names = [d.id for d in docs]
     if fa is None or fb is None:
         empty = names[0] if fa is None else names[1]
@@ -856,9 +858,12 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             f"{empty} has no features (empty, or only whitespace and punctuation)", ExitStatus.FOUND
         )
     d = hamming(fa, fb)
-    sketches = text_sketches([doc.text for doc in docs], settings.fold)
+    _, sketches, (ha, hb) = fingerprints_and_sketches([doc.text for doc in docs], settings, hasher)
     jaccard = float(similarity(sketches[:1], sketches[1:])[0])
-    near = d <= settings.distance and (verify is None or jaccard >= verify)
+    # Heads are a candidate source of verification only (verify.VerifyingDeduplicator).
+    head_d = hamming(ha, hb) if ha is not None and hb is not None and verify is not None else None
+    candidate = d <= settings.distance or (head_d is not None and head_d <= settings.distance)
+    near = candidate and (verify is None or jaccard >= verify)
     agree = [
         i + 1 for i, (start, w) in enumerate(settings.blocks) if ((fa ^ fb) >> start) & ((1 << w) - 1) == 0
     ]
@@ -881,6 +886,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             "features": len(features[1]),
         },
         "distance": d,
+        "head_distance": head_d,
         "bits": settings.bits,
         "k": settings.distance,
         "similarity": round(1 - d / settings.bits, 6),
@@ -902,11 +908,19 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         verdict = "near-duplicates" if near else "not near-duplicates"
         checked = "not checked (--no-verify)" if verify is None else f"at least {verify:g} to verify"
         blocks = ", ".join(map(str, agree)) or "none"
+        if verify is None:
+            heads = "not used (--no-verify)"
+        elif head_d is None:
+            heads = f"- (a document has {HEAD_TOKENS} tokens or fewer)"
+        else:
+            reach = "within k" if head_d <= settings.distance else "beyond k"
+            heads = f"{head_d} of {settings.bits} bits: {reach}"
         lines = [
             f"a           {result['a']['fingerprint']}  {names[0]} ({len(features[0])} features)",
             f"b           {result['b']['fingerprint']}  {names[1]} ({len(features[1])} features)",
             f"distance    {d} of {settings.bits} bits (k = {settings.distance}): "
             + ("within k" if d <= settings.distance else "beyond k"),
+            f"heads       {heads} (fingerprints of the first {HEAD_TOKENS} tokens)",
             f"similarity  {result['similarity']:.4f}",
             f"jaccard     {jaccard:.4f} of shingles, estimated; {checked}",
             f"blocks      {blocks} of {len(settings.blocks)} agree",

@@ -384,6 +384,20 @@ def test_traditional_and_simplified_copies_are_near_unless_no_fold() -> None:
     assert unfolded.stderr == ""
 
 
+def test_compare_finds_a_copy_by_its_head_as_scan_does(tmp_path: Path) -> None:
+    body = " ".join(f"b{i}" for i in range(150))
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(body + "\n")
+    b.write_text(body + " " + " ".join(f"tail{i}" for i in range(20)) + "\n")  # 20 words added
+    report = json.loads(run("compare", str(a), str(b), "--json").stdout)
+    assert report["distance"] > 4 and report["head_distance"] == 0 and report["near"] is True
+    result = run("compare", str(a), str(b))
+    assert result.exit_code == 0 and "heads       0 of 64 bits: within k" in result.stdout
+    assert run("compare", str(a), str(b), "--no-verify").exit_code == 1  # heads need verification
+    group = json.loads(run("scan", str(a), str(b), "--format", "jsonl").stdout)
+    assert [d["distance"] for d in group["duplicates"]] == [report["distance"]]
+
+
 def test_compare_needs_two_documents() -> None:
     result = run("compare", "--text", "only one")
     assert result.exit_code == 2 and "exactly two" in result.stderr
