@@ -43,8 +43,8 @@ PIECES_PER_JOB = 8
 #: pickles to ~700 KB.
 SEND_BUFFER = 4 << 20
 #: jobs=AUTO: worker processes only where fingerprinting is the slow part. Below this
-#: many seconds per character of text (English words: ~0.02e-6; Chinese with jieba:
-#: ~3.5e-6, its dictionary load aside), handing texts to workers costs the main process
+#: many seconds per character of text (English words: ~0.015e-6; Chinese with rjieba:
+#: ~0.6e-6), handing texts to workers costs the main process
 #: about as much as fingerprinting them itself, so they stay here.
 AUTO = 0
 WORKERS_PAY_OFF = 0.2e-6
@@ -92,7 +92,7 @@ def fingerprint_batches(
     (the results are the same either way). With workers, batches go to them in pieces of
     at most `piece` documents, round robin, so that a few large batches still keep every
     worker busy; the first piece is done here (a short input needs no pool, and forked
-    workers inherit what it loaded: jieba's dictionary takes a second to load in every
+    workers inherit what it loaded: OpenCC's and rjieba's dictionaries load once, not in every
     process). At most jobs * PIECES_PER_JOB pieces are out at once, and a batch is
     handed back as soon as it is next in order and all its pieces are back, so a slow
     input stream is not held back. On KeyboardInterrupt the batches already out are
