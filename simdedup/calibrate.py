@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .fingerprint import distance, fingerprint_texts
+from .features import normalized
+from .fingerprint import BATCH_SIZE, FeatureHasher, distance, normalized_batch_fingerprints
 from .settings import MAX_DISTANCE, Settings
 from .sketch import similarity, text_sketches
 
@@ -71,15 +72,20 @@ def calibrate(
 ) -> list[Score]:
     """A Score for every preset and distance: a pair is predicted a duplicate when both
     texts have fingerprints within the distance (and, with a minimum Jaccard, when the
-    estimate from their sketches reaches it, as in scan). An empty text is never a
-    duplicate."""
+    estimate from their sketches reaches it, as in scan, where their head fingerprints
+    within the distance make them candidates too). An empty text is never a duplicate."""
     distances = list(distances)
     scores = []
     similarities: dict[bool, np.ndarray] = {}  # by fold: the presets share their sketches
     for name, (settings, min_jaccard) in presets.items():
-        fa = fingerprint_texts([p.a for p in pairs], settings)
-        fb = fingerprint_texts([p.b for p in pairs], settings)
+        fa, ha = _fingerprints_and_heads([p.a for p in pairs], settings)
+        fb, hb = _fingerprints_and_heads([p.b for p in pairs], settings)
         d = [distance(x, y) if x is not None and y is not None else None for x, y in zip(fa, fb)]
+        if min_jaccard is not None:  # heads are verification's candidates (verify.py)
+            d = [
+                min(dist, distance(x, y)) if dist is not None and x is not None and y is not None else dist
+                for dist, x, y in zip(d, ha, hb)
+            ]
         if min_jaccard is not None:
             if settings.fold not in similarities:
                 sa = text_sketches([p.a for p in pairs], settings.fold)
@@ -97,6 +103,21 @@ def calibrate(
                 fn += pair.duplicate and not predicted
             scores.append(Score(name, k, tp, fp, fn))
     return scores
+
+
+def _fingerprints_and_heads(
+    texts: Sequence[str], settings: Settings
+) -> tuple[list[int | None], list[int | None]]:
+    """The texts' fingerprints and head fingerprints, BATCH_SIZE at a time."""
+    hasher = FeatureHasher(settings.bits, settings.seed)
+    fps: list[int | None] = []
+    heads: list[int | None] = []
+    for lo in range(0, len(texts), BATCH_SIZE):
+        norm = [normalized(t, settings) for t in texts[lo : lo + BATCH_SIZE]]
+        batch_fps, _, batch_heads = normalized_batch_fingerprints(norm, settings, hasher, heads=True)
+        fps += batch_fps
+        heads += batch_heads
+    return fps, heads
 
 
 def best(scores: Iterable[Score]) -> dict[str, Score]:

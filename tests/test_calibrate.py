@@ -7,9 +7,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from simdedup import Settings
+from simdedup import Document, Settings, dedup
 from simdedup.calibrate import LabelledPair, Score, best, calibrate, presets
 from simdedup.cli import main
+from simdedup.fingerprint import distance, fingerprint_texts
 
 TEXT = "the harbour walk starts at the old ferry terminal and follows the sea wall to the lighthouse"
 PAIRS = [
@@ -32,6 +33,18 @@ def test_scores_count_pairs_within_the_distance() -> None:
 def test_verification_removes_pairs_whose_shingles_differ() -> None:
     [plain, verified] = (calibrate(PAIRS, {"x": (Settings(), v)}, [16])[0] for v in (None, 0.8))
     assert verified.fp < plain.fp and verified.fp == 0
+
+
+def test_verified_pairs_are_candidates_by_their_heads_as_in_scan() -> None:
+    body = " ".join(f"b{i}" for i in range(150))
+    pair = LabelledPair(body, body + " " + " ".join(f"tail{i}" for i in range(20)), True)  # 20 words added
+    whole = distance(*fingerprint_texts([pair.a, pair.b]))
+    assert whole > 4
+    verified = calibrate([pair], {"x": (Settings(), 0.8)}, [4])[0]
+    plain = calibrate([pair], {"x": (Settings(), None)}, [4])[0]
+    assert (verified.tp, plain.tp) == (1, 0)
+    decisions = list(dedup([Document("a", pair.a, b""), Document("b", pair.b, b"")]))
+    assert decisions[1].status == "duplicate"  # scan agrees
 
 
 def test_score_arithmetic() -> None:
