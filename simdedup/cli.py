@@ -7,6 +7,7 @@ stderr; core exceptions become exit codes (see status.ExitStatus).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import gzip
 import json
@@ -71,8 +72,32 @@ class CliError(click.ClickException):
         self.exit_code = int(status)
 
 
+#: glibc's mallopt parameters, and what the CLI sets them to (see _keep_freed_memory).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD = 32 << 20
+_TRIM_THRESHOLD = 256 << 20
+
+
+def _keep_freed_memory() -> None:
+    """Have glibc keep freed memory for the next batch instead of unmapping it.
+
+    Each batch's index search makes temporary arrays of up to tens of MB; by default
+    glibc maps each afresh and unmaps it when freed, and the kernel zeroes every page
+    again: a 300,000-document scan spent 5.0 s of 29 in the kernel (0.6 s of 23 with
+    these settings; at 1M documents, 64 s of 233). Arrays under 32 MB come from the
+    heap, and up to 256 MB of freed heap stays mapped. Not glibc (or no mallopt): left
+    alone. Forked workers inherit it."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+
+
 class SimdedupGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
+        _keep_freed_memory()
         try:
             return super().invoke(ctx)
         except SimdedupError as e:
