@@ -202,7 +202,8 @@ def normalized_batch_fingerprints(
     it summed, for the verification sketches (sketch.sketches_of_normalized) to reuse:
     runs for the texts without Han characters, whose tokens are their \\w+ words hashed
     by xxh3-64 (none on the general path: other settings or hash function); and with
-    `heads`, each text's head fingerprint (head_fingerprint), else an empty list."""
+    `heads`, each text's head fingerprint: the fingerprint of its first HEAD_TOKENS
+    tokens, None for a text of that many or fewer (else an empty list)."""
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     if not _occurrence_path(settings, hashfunc):
         tokens = [tokens_of_normalized(t, settings) for t in norm]

@@ -92,9 +92,9 @@ def fingerprint_batches(
     (the results are the same either way). With workers, batches go to them in pieces of
     at most `piece` documents, round robin, so that a few large batches still keep every
     worker busy; the first piece is done here (a short input needs no pool, and forked
-    workers inherit what it loaded: OpenCC's and rjieba's dictionaries load once, not in every
-    process). At most jobs * PIECES_PER_JOB pieces are out at once, and a batch is
-    handed back as soon as it is next in order and all its pieces are back, so a slow
+    workers inherit what it loaded, such as OpenCC's and rjieba's dictionaries). At most
+    jobs * PIECES_PER_JOB pieces are out at once, and a batch is handed back as soon as
+    it is next in order and all its pieces are back, so a slow
     input stream is not held back. On KeyboardInterrupt the batches already out are
     collected (for up to DRAIN_SECONDS) and handed back before the interrupt is raised
     again, so that every document read so far can still be decided. Close the iterator
