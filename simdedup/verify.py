@@ -189,13 +189,9 @@ class VerifyingDeduplicator(Deduplicator):
         mine, has_mine = self._batch_sketches(docs, present, sketches)
         bits, k = self.settings.bits, self.index.distance
         fparray = fingerprint_array([fps[i] for i in present], bits)
-        # Candidates that verify (similarity NaN: a side has no sketch, decided on the
-        # fingerprint): kept rows (q, rows), and earlier documents of this batch (second
-        # is a candidate duplicate of first).
-        q, rows, ds = self.index.search(fparray)
-        sims = self._similarities(mine, has_mine, q, self._sketches, self._has, rows)
-        ok = ~(sims < self.min_jaccard)
-        q, rows, ds, sims = q[ok], rows[ok], ds[ok], sims[ok]
+        # Candidates that verify: kept rows (q, rows), and earlier documents of this batch
+        # (second is a candidate duplicate of first).
+        q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
         first, second, pair_ds = near_pair_arrays(fparray, bits, k)
         pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
         ok = ~(pair_sims < self.min_jaccard)
@@ -278,23 +274,30 @@ class VerifyingDeduplicator(Deduplicator):
             return rows, dists
         mine, has_mine = self._batch_sketches(docs, present, sketches)
         fparray = fingerprint_array([fps[i] for i in present], self.settings.bits)
-        q, found, ds = self.index.search(fparray)
-        sims = self._similarities(mine, has_mine, q, self._sketches, self._has, found)
-        ok = ~(sims < self.min_jaccard)  # NaN passes: decided on the fingerprint
-        q, found, ds, sims = q[ok], found[ok], ds[ok], sims[ok]
+        q, found, ds, sims = self._verified_kept(fparray, mine, has_mine)
+        # Kept rows by head: only calm heads' candidates, all verified (_Heads.of).
         head = _Heads.of(self, docs, present, heads, fparray, mine, has_mine, batch=False)
-        calm = head.crowd_in_index <= HEAD_CROWD
-        by_head = calm[head.q] & (head.rows >= 0)
-        q = np.concatenate([q, head.q[by_head]])
-        found = np.concatenate([found, head.rows[by_head]])
-        ds = np.concatenate([ds, head.ds[by_head]])
-        sims = np.concatenate([sims, head.sims[by_head]])
+        q = np.concatenate([q, head.q])
+        found = np.concatenate([found, head.rows])
+        ds = np.concatenate([ds, head.ds])
+        sims = np.concatenate([sims, head.sims])
         unverified = np.isnan(sims)
         order = np.lexsort((found, ds, -np.nan_to_num(sims), unverified, q))
         first = order[np.r_[True, q[order][1:] != q[order][:-1]]] if len(order) else order
         at = np.asarray(present)[q[first]]
         rows[at], dists[at] = found[first], ds[first]
         return rows, dists
+
+    def _verified_kept(
+        self, fparray: np.ndarray, mine: np.ndarray, has_mine: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """(q, rows, ds, sims): the kept rows within the distance of each query that
+        verify, with their distances and similarities (NaN: a side has no sketch, decided
+        on the fingerprint)."""
+        q, rows, ds = self.index.search(fparray)
+        sims = self._similarities(mine, has_mine, q, self._sketches, self._has, rows)
+        ok = ~(sims < self.min_jaccard)
+        return q[ok], rows[ok], ds[ok], sims[ok]
 
     def _batch_sketches(
         self, docs: Sequence[Document], present: list[int], sketches: np.ndarray | None

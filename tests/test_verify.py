@@ -432,3 +432,16 @@ def test_seeded_decisions_with_heads_equal_the_brute_force_definition(
         dd._check()
     assert found_by_head > 5
     assert 0 < len(dd.head_index) < len(dd.ids)
+    # index query's match_many: the row deciding each would choose, by the same definition.
+    queries = docs(*[" ".join(t.split()[: int(len(t.split()) * 0.9) or 1]) for t in texts[-120:]])
+    qfps = [d.fingerprint for d in Deduplicator(settings).process(queries)]
+    qsketches = text_sketches([d.text for d in queries])
+    # Each query alone: match_many keeps none of them, so none is a candidate of another.
+    expected = [
+        one_at_a_time(dd, [q], [fp], qsketches[i : i + 1])[0] for i, (q, fp) in enumerate(zip(queries, qfps))
+    ]
+    rows, dists = dd.match_many(queries, qfps)
+    assert [(r, d) if r >= 0 else None for r, d in zip(rows.tolist(), dists.tolist())] == [
+        (row, d) if status == "duplicate" else None for status, row, _, d in expected
+    ]
+    assert sum(r >= 0 for r in rows.tolist()) > 10
