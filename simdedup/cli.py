@@ -27,7 +27,7 @@ from .calibrate import calibrate as calibrate_pairs
 from .calibrate import presets as calibration_presets
 from .dedup import BATCH_SIZE, Decision, Deduplicator, batches
 from .features import extract
-from .fingerprint import FeatureHasher, fingerprint_batch, format_fingerprint
+from .fingerprint import FeatureHasher, format_fingerprint
 from .fingerprint import distance as hamming
 from .parallel import AUTO, fingerprint_batches
 from .read import STDIN, Document, Problem, ReadOptions, read_documents
@@ -873,17 +873,16 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     docs = [_read_whole(f) for f in files] + [
         Document(f"--text {i + 1}", t, b"") for i, t in enumerate(texts)
     ]
-    features = [extract(d.text, settings) for d in docs]
     hasher = FeatureHasher(settings.bits, settings.seed)
-    fa, fb = fingerprint_batch(features, settings.bits, hasher)
+    (fa, fb), sketches, (ha, hb) = fingerprints_and_sketches([doc.text for doc in docs], settings, hasher)
     names = [d.id for d in docs]
     if fa is None or fb is None:
         empty = names[0] if fa is None else names[1]
         raise CliError(
             f"{empty} has no features (empty, or only whitespace and punctuation)", ExitStatus.FOUND
         )
+    features = [extract(d.text, settings) for d in docs]  # for the lists of unshared ones
     d = hamming(fa, fb)
-    _, sketches, (ha, hb) = fingerprints_and_sketches([doc.text for doc in docs], settings, hasher)
     jaccard = float(similarity(sketches[:1], sketches[1:])[0])
     # Heads are a candidate source of verification only (verify.VerifyingDeduplicator).
     head_d = hamming(ha, hb) if ha is not None and hb is not None and verify is not None else None
