@@ -147,6 +147,9 @@ _RECORD_NAMES = {
     "hash": "the feature hash",
     "spec_version": "the fingerprint spec version",
     "rjieba_version": "the rjieba version (Chinese words)",
+    # Spec versions 1 and 2 recorded jieba itself, which cut the Chinese words then.
+    "jieba_version": "the jieba version",
+    "jieba_dict_xxh3": "jieba's dictionary (checksum)",
     "jieba_idf_xxh3": "jieba's IDF table (checksum)",
     "opencc_version": "the OpenCC version",
     "opencc_config": "the OpenCC configuration that folds scripts",
@@ -186,7 +189,15 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
 
 def check_settings(path: str | os.PathLike[str], stored: dict[str, Any], settings: Settings) -> None:
     """Refuse to compare this run's fingerprints with a file's made differently."""
-    diffs = record_differences(stored, fingerprint_record(settings))
+    current = fingerprint_record(settings)
+    if stored.get("spec_version") != current["spec_version"]:
+        raise IndexSettingsError(
+            f"{path} holds fingerprints of spec version {stored.get('spec_version')!r}; this "
+            f"simdedup makes spec version {current['spec_version']} (the README's fingerprint "
+            "section says what changed), and no setting makes the old ones: build a new index "
+            "from the documents"
+        )
+    diffs = record_differences(stored, current)
     if diffs:
         what = "; ".join(f"{name} is {old!r} there, {new!r} in this run" for name, old, new in diffs)
         raise IndexSettingsError(

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from simdedup.dedup import Deduplicator, Ids
 from simdedup.fingerprint import fingerprint_texts
 from simdedup.read import Document
-from simdedup.settings import HEAD_TOKENS, Settings
+from simdedup.settings import FINGERPRINT_SPEC_VERSION, HEAD_TOKENS, Settings
 from simdedup.sketch import SKETCH, SKETCH_SPEC, text_sketches
 from simdedup.status import (
     ExitStatus,
@@ -289,6 +289,18 @@ def test_a_run_may_search_a_stored_index_at_another_distance(small: Path) -> Non
     # The distance shapes no fingerprint: the in-memory index is rebuilt at every load.
     with IndexSession(small, Settings(distance=6)) as session:
         assert session.loaded == 3
+
+
+def test_an_index_of_another_spec_version_asks_for_a_new_index(tmp_path: Path) -> None:
+    index = make_index([5], ["a"], [0])
+    index.fingerprint["spec_version"] = 2
+    write_index(tmp_path / "x.sdx", index)
+    with pytest.raises(
+        IndexSettingsError,
+        match=f"spec version 2; this simdedup makes spec version {FINGERPRINT_SPEC_VERSION}",
+    ) as e:
+        IndexSession(tmp_path / "x.sdx", Settings()).__enter__()
+    assert "build a new index" in str(e.value) and "\n" not in str(e.value)
 
 
 def test_another_chinese_segmenter_is_refused(tmp_path: Path) -> None:
