@@ -13,6 +13,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -c 'import simdedup.compiled; simdedup.compiled.warm()'  # numba's cache: no compiling mid-run
 	touch $(STAMP)
 
 # The C++ baseline for `make bench` only: it compiles from source (needs g++), and its

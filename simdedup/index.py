@@ -28,6 +28,10 @@ HOT_BUCKET = 64
 DENSE_SLICE = 256
 #: Query batches larger than this are searched in slices, to bound candidate arrays.
 QUERY_SLICE = 4096
+#: Once an index of 64-bit fingerprints holds this many rows, compiled loops
+#: (compiled.py) build and search its runs, which repays numba's start-up from about here
+#: on; below, numpy does. Both give the same tables and pairs.
+COMPILED_ROWS = 1 << 15
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
 
@@ -127,6 +131,13 @@ class Layout:
         first = a * (2 * n - a - 1) // 2 + (b - a - 1)  # index of (a, b) among combinations
         return np.where(b < 0, -1, first)
 
+    @functools.cached_property
+    def compiled_blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start, mask) of each block and first_tables, as compiled.search_run takes them."""
+        starts = np.array([start for start, _ in self.blocks], np.uint64)
+        masks = np.array([(1 << width) - 1 for _, width in self.blocks], np.uint64)
+        return starts, masks, self.first_tables
+
     def agreeing_blocks(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Bit mask of the blocks on which rows of two (n, words) arrays agree."""
         mask = np.zeros(len(a), dtype=np.int64)
@@ -189,7 +200,15 @@ class _Run:
 
     __slots__ = ("start", "end", "p", "order", "offsets")
 
-    def __init__(self, layout: Layout, words: np.ndarray, start: int, end: int, sparse: bool = False) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        words: np.ndarray,
+        start: int,
+        end: int,
+        sparse: bool = False,
+        compiled: bool = False,
+    ) -> None:
         size = end - start
         self.start, self.end = start, end
         # Big runs hold most rows: ~4-8 rows a bucket keeps their offsets under a byte a
@@ -208,6 +227,16 @@ class _Run:
         bucket_starts = np.arange(n_buckets + 1, dtype=np.uint64) << np.uint64(32)
 
         def build(t: int) -> None:
+            if compiled:
+                from .compiled import build_table
+
+                self.offsets[t] = 0
+                build_table(
+                    _bucket_of(layout.key_hash(values, t), self.p),
+                    self.order[t * size : (t + 1) * size],
+                    self.offsets[t],
+                )
+                return
             if self.p:
                 packed = layout.key_hash(values, t) >> np.uint64(64 - self.p)
             else:
@@ -235,9 +264,27 @@ class _Run:
         queries: np.ndarray,
         hashes: np.ndarray,
         k: int,
+        compiled: bool = False,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query, row, distance) for every row of this run within k of a query, each once,
-        given the queries' key_hashes."""
+        given the queries' key_hashes; `compiled`: by compiled.search_run (64-bit only)."""
+        if compiled:
+            from .compiled import search_run
+
+            starts, masks, first = layout.compiled_blocks
+            buckets = _bucket_of(hashes, self.p)
+            return search_run(
+                self.order,
+                self.offsets,
+                self.start,
+                buckets,
+                words[:, 0],
+                queries[:, 0],
+                k,
+                starts,
+                masks,
+                first,
+            )  # type: ignore[no-any-return]
         tables, m = hashes.shape
         n_buckets = self.offsets.shape[1] - 1
         flat = (_bucket_of(hashes, self.p) + np.arange(tables)[:, None] * (n_buckets + 1)).ravel()
@@ -418,7 +465,18 @@ class BlockIndex:
     def _run(self, start: int, end: int) -> _Run:
         # Runs of under a sixteenth of the rows get sparse buckets (see _Run): together
         # they hold under an eighth of the rows, so they add under 4 bytes a row.
-        return _Run(self.layout, self._words, start, end, sparse=(end - start) * 16 <= self._n)
+        return _Run(
+            self.layout,
+            self._words,
+            start,
+            end,
+            sparse=(end - start) * 16 <= self._n,
+            compiled=self._compiled,
+        )
+
+    @property
+    def _compiled(self) -> bool:
+        return self.bits == 64 and self._n >= COMPILED_ROWS
 
     @property
     def _buffer_start(self) -> int:
@@ -446,9 +504,14 @@ class BlockIndex:
         if self._runs:
             hashes = self.layout.key_hashes(queries)
         for run in self._runs:
-            yield run.search(self.layout, self._words, queries, hashes, k)
+            yield run.search(self.layout, self._words, queries, hashes, k, self._compiled)
         start = self._buffer_start
-        if start < self._n:  # the buffer: every query against every row, as a matrix
+        if start < self._n and self._compiled:  # the buffer: every query against every row
+            from .compiled import cross_pairs
+
+            q, col, d = cross_pairs(queries[:, 0], self._words[start : self._n, 0], k)
+            yield q, col + start, d
+        elif start < self._n:  # the same, as a matrix
             buffered = self._words[start : self._n]
             d = np.bitwise_count(queries[:, None, 0] ^ buffered[None, :, 0])
             for w in range(1, buffered.shape[1]):
@@ -555,10 +618,17 @@ def near_pair_arrays(
     layout: Layout | None = None,
     *,
     brute_force: int = BRUTE_FORCE_PAIRS,
+    compiled: bool = False,
 ) -> tuple[np.ndarray, ...]:
     """near_pairs as three int64 arrays (i, j, d), for fingerprints as fingerprint_array()
     gives them; sorted by i, then j. Up to `brute_force` fingerprints, every pair is
-    compared; beyond, a BlockIndex finds them."""
+    compared; beyond, a BlockIndex finds them. `compiled` (64-bit, no layout given):
+    compare every pair by a compiled loop, for batches of a few thousand once
+    compiled.py is loaded anyway."""
+    if compiled and bits == 64 and layout is None:
+        from .compiled import all_pairs
+
+        return all_pairs(_words(fps, bits)[:, 0], distance)  # type: ignore[no-any-return]
     if len(fps) <= brute_force and layout is None:
         words = _words(fps, bits)
         d = np.bitwise_count(words[:, None, 0] ^ words[None, :, 0])

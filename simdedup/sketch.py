@@ -275,6 +275,22 @@ class OnePermutation:
         estimate = (codes * agree - both) / np.maximum(either * (codes - 1), 1)
         return np.where(either > 0, np.clip(estimate, 0.0, 1.0), 1.0)
 
+    def pair_similarity(
+        self, a: np.ndarray, a_rows: np.ndarray, b: np.ndarray, b_rows: np.ndarray
+    ) -> np.ndarray:
+        """similarity(a[a_rows], b[b_rows]), the same floats, by a compiled loop that reads
+        the rows where they are instead of gathering them (for many pairs)."""
+        from .compiled import pair_similarity
+
+        return pair_similarity(  # type: ignore[no-any-return]
+            _words(a),
+            np.asarray(a_rows, np.int64),
+            _words(b),
+            np.asarray(b_rows, np.int64),
+            self.bits,
+            _LANES[self.bits],
+        )
+
 
 #: The lowest bit of every 2-, 4- or 8-bit code in a 64-bit word.
 _LANES = {bits: np.uint64(sum(1 << i for i in range(0, 64, bits))) for bits in (2, 4, 8)}

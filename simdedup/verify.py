@@ -192,7 +192,7 @@ class VerifyingDeduplicator(Deduplicator):
         # Candidates that verify: kept rows (q, rows), and earlier documents of this batch
         # (second is a candidate duplicate of first).
         q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
-        first, second, pair_ds = near_pair_arrays(fparray, bits, k)
+        first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index._compiled)
         pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
         ok = ~(pair_sims < self.min_jaccard)
         first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
@@ -329,7 +329,11 @@ class VerifyingDeduplicator(Deduplicator):
         NaN where either has no sketch."""
         out = np.full(len(a_rows), np.nan)
         both = np.flatnonzero(a_has[a_rows] & b_has[b_rows])
-        if len(both):
+        if not len(both):
+            return out
+        if self.index._compiled:  # a large index: compiled loops are loaded and pay
+            out[both] = self.sketcher.pair_similarity(a, a_rows[both], b, b_rows[both])
+        else:
             out[both] = self.sketcher.similarity(a[a_rows[both]], b[b_rows[both]])
         return out
 
@@ -383,7 +387,7 @@ class _Heads:
         ds = dd.index.distances_to(rows, fparray[q])
         earlier: dict[int, np.ndarray] = {}
         if batch and len(pos) > 1:
-            first, second, _ = near_pair_arrays(fps, bits, k)
+            first, second, _ = near_pair_arrays(fps, bits, k, compiled=dd.index._compiled)
             first, second = pos[first], pos[second]
             order = np.argsort(second, kind="stable")
             first, second = first[order], second[order]

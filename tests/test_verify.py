@@ -12,6 +12,7 @@ from exact import exact_shingles as shingle_hashes
 from exact import jaccard
 
 from simdedup import Document, Settings, dedup
+from simdedup import index as index_module
 from simdedup import verify as verify_module
 from simdedup.cli import main
 from simdedup.dedup import Deduplicator
@@ -303,12 +304,17 @@ def one_at_a_time(
     return out
 
 
+# compiled: the index, pairs and similarities by compiled.py's loops from the first row
+# (index.COMPILED_ROWS = 0), as a large index has them.
 @pytest.mark.parametrize(
-    ("seed", "size", "min_jaccard"), [(1, 1, 0.8), (2, 9, 0.8), (3, 64, 0.5), (4, 1000, 0.8)]
+    ("seed", "size", "min_jaccard", "compiled"),
+    [(1, 1, 0.8, False), (2, 9, 0.8, True), (3, 64, 0.5, True), (4, 1000, 0.8, False)],
 )
 def test_seeded_decisions_equal_deciding_each_document_against_every_kept_row(
-    seed: int, size: int, min_jaccard: float
+    seed: int, size: int, min_jaccard: float, compiled: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if compiled:
+        monkeypatch.setattr(index_module, "COMPILED_ROWS", 0)
     rng = random.Random(seed)
     vocabulary = [f"w{i}" for i in range(30)]
 
@@ -387,13 +393,18 @@ def test_a_crowded_head_gives_no_candidates_and_is_not_kept(monkeypatch: pytest.
     assert headed.tolist() == [True] * 4 + [False] * 6 and len(set(heads[:4].tolist())) == 1
 
 
-@pytest.mark.parametrize(("seed", "size", "crowd"), [(5, 1, 3), (6, 7, 3), (7, 1000, 3), (8, 64, 64)])
+@pytest.mark.parametrize(
+    ("seed", "size", "crowd", "compiled"),
+    [(5, 1, 3, False), (6, 7, 3, True), (7, 1000, 3, True), (8, 64, 64, False)],
+)
 def test_seeded_decisions_with_heads_equal_the_brute_force_definition(
-    seed: int, size: int, crowd: int, monkeypatch: pytest.MonkeyPatch
+    seed: int, size: int, crowd: int, compiled: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Long documents that share headers, copies truncated, extended or edited: heads
     find candidates, and some headers are crowded."""
     monkeypatch.setattr(verify_module, "HEAD_CROWD", crowd)
+    if compiled:
+        monkeypatch.setattr(index_module, "COMPILED_ROWS", 0)
     rng = random.Random(seed)
     vocabulary = [f"w{i}" for i in range(50)]
     headers = [" ".join(rng.choice(vocabulary) for _ in range(36)) for _ in range(4)]

@@ -1,0 +1,206 @@
+"""Compiled loops (numba) for the index and verification, where numpy's passes cost most.
+
+Each function here does in one compiled loop what index.py or sketch.py does in several
+numpy passes, and gives the same result, bit for bit (tests/test_compiled.py). They are
+pure functions of arrays; none keeps state between calls or prints.
+
+numba costs about half a second the first time a process calls one of them (its import
+and the compiled code read back from its cache), so callers use them only for work large
+enough to repay that (index.COMPILED_ROWS, verify.COMPILED_PAIRS).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+
+@njit(inline="always")
+def _popcount(x):  # type: ignore[no-untyped-def]
+    # LLVM turns this into one popcnt instruction where the CPU has one.
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def build_table(buckets, order, offsets):  # type: ignore[no-untyped-def]
+    """One table of a run from each row's bucket (int64): its rows grouped by bucket,
+    ascending inside a bucket, written to `order` (uint32, one per row), and where each
+    bucket starts written to `offsets` (uint32, buckets + 1, zeros on entry). A counting
+    sort, O(rows), where index._Run's numpy path sorts."""
+    for i in range(buckets.shape[0]):
+        offsets[buckets[i] + 1] += 1
+    for b in range(offsets.shape[0] - 1):
+        offsets[b + 1] += offsets[b]
+    fill = offsets[:-1].astype(np.int64)
+    for i in range(buckets.shape[0]):
+        b = buckets[i]
+        order[fill[b]] = i
+        fill[b] += 1
+
+
+@njit(cache=True, nogil=True)
+def search_run(order, offsets, start, buckets, words, queries, k, block_starts, block_masks, first_tables):  # type: ignore[no-untyped-def]
+    """(query, row, distance) for every row of one run within k of a query, each pair
+    once (from the first table keyed on blocks they agree on), as index._Run.search
+    finds them, for 64-bit fingerprints. `buckets`: (tables, m) each query's bucket in
+    each table; `words`: every stored fingerprint; rows are local + start.
+
+    Queries that fall in the same bucket (common words make a few buckets hot) are
+    compared with it together: its fingerprints are gathered once, then read in order."""
+    tables, m = buckets.shape
+    size = order.shape[0] // tables
+    n_blocks = block_starts.shape[0]
+    out = _triples(4 * m + 64)
+    n = 0
+    gathered = np.empty(64, np.uint64)
+    for t in range(tables):
+        by_bucket = np.argsort(buckets[t])
+        i = 0
+        while i < m:
+            b = buckets[t, by_bucket[i]]
+            j = i + 1
+            while j < m and buckets[t, by_bucket[j]] == b:
+                j += 1
+            lo, hi = np.int64(offsets[t, b]), np.int64(offsets[t, b + 1])
+            if hi - lo > gathered.shape[0]:
+                gathered = np.empty(2 * (hi - lo), np.uint64)
+            for p in range(lo, hi):
+                gathered[p - lo] = words[np.int64(order[t * size + p]) + start]
+            for qi in range(i, j):
+                q = by_bucket[qi]
+                value = queries[q]
+                if _count_within(gathered, value, hi - lo, k) == 0:
+                    continue
+                for p in range(lo, hi):
+                    x = gathered[p - lo] ^ value
+                    d = _popcount(x)
+                    if d > k:
+                        continue
+                    agree = 0
+                    for block in range(n_blocks):
+                        if (x >> block_starts[block]) & block_masks[block] == 0:
+                            agree |= 1 << block
+                    if first_tables[agree] != t:
+                        continue
+                    out = _append(out, n, q, np.int64(order[t * size + p]) + start, d)
+                    n += 1
+            i = j
+    return out[0][:n], out[1][:n], out[2][:n]
+
+
+@njit(inline="always")
+def _count_within(words, value, n, k):  # type: ignore[no-untyped-def]
+    # How many of words[:n] are within k of value. Hits are rare, so this loop, which
+    # LLVM vectorizes, runs first, and the one that records hits only where there are some.
+    found = 0
+    for j in range(n):
+        found += _popcount(words[j] ^ value) <= k
+    return found
+
+
+@njit(inline="always")
+def _triples(capacity):  # type: ignore[no-untyped-def]
+    return np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(capacity, np.int64)
+
+
+@njit(inline="always")
+def _append(out, n, a, b, c):  # type: ignore[no-untyped-def]
+    """Three int64 arrays with (a, b, c) written at n, doubled in size when full."""
+    if n == out[0].shape[0]:
+        grown = _triples(2 * n)
+        for i in range(3):
+            grown[i][:n] = out[i]
+        out = grown
+    out[0][n] = a
+    out[1][n] = b
+    out[2][n] = c
+    return out
+
+
+@njit(cache=True, nogil=True)
+def pair_similarity(a, a_rows, b, b_rows, bits, lanes):  # type: ignore[no-untyped-def]
+    """sketch.OnePermutation.similarity of a[a_rows[t]] and b[b_rows[t]] for every t,
+    without gathering the rows: a and b are sketches as (rows, words) uint64, `lanes`
+    the lowest bit of every code. The same integers and the same one division, so the
+    same floats."""
+    out = np.empty(a_rows.shape[0], np.float64)
+    codes = (1 << bits) - 1
+    for t in range(a_rows.shape[0]):
+        ra, rb = a_rows[t], b_rows[t]
+        agree = 0
+        both = 0
+        either = 0
+        for w in range(a.shape[1]):
+            x, y = a[ra, w], b[rb, w]
+            nonzero_x, nonzero_y, equal = x, y, ~(x ^ y)
+            for i in range(1, bits):
+                shift = np.uint64(i)
+                nonzero_x |= x >> shift
+                nonzero_y |= y >> shift
+                equal &= ~(x ^ y) >> shift
+            nonzero_x &= lanes
+            nonzero_y &= lanes
+            agree += _popcount(equal & nonzero_x)
+            both += _popcount(nonzero_x & nonzero_y)
+            either += _popcount(nonzero_x | nonzero_y)
+        if either == 0:
+            out[t] = 1.0
+        else:
+            estimate = (codes * agree - both) / max(either * (codes - 1), 1)
+            out[t] = min(max(estimate, 0.0), 1.0)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def all_pairs(words, k):  # type: ignore[no-untyped-def]
+    """Every (i, j, d), i < j, with d = popcount(words[i] ^ words[j]) <= k, sorted by i
+    then j: index.near_pair_arrays for a batch, comparing every pair."""
+    return _pairs(words, words, k, True)
+
+
+@njit(cache=True, nogil=True)
+def cross_pairs(queries, words, k):  # type: ignore[no-untyped-def]
+    """Every (q, j, d) with d = popcount(queries[q] ^ words[j]) <= k, sorted by q then
+    j: a batch of queries against the index's buffer of recent rows."""
+    return _pairs(queries, words, k, False)
+
+
+@njit(inline="always")
+def _pairs(queries, words, k, after):  # type: ignore[no-untyped-def]
+    n = words.shape[0]
+    out = _triples(4 * queries.shape[0] + 64)
+    found = 0
+    for q in range(queries.shape[0]):
+        value = queries[q]
+        lo = q + 1 if after else 0
+        if _count_within(words[lo:], value, n - lo, k) == 0:
+            continue
+        for j in range(lo, n):
+            d = _popcount(words[j] ^ value)
+            if d > k:
+                continue
+            out = _append(out, found, q, j, d)
+            found += 1
+    return out[0][:found], out[1][:found], out[2][:found]
+
+
+def warm() -> None:
+    """Compile every function here into numba's cache (`make install` calls this), so
+    that the first large run does not spend seconds compiling."""
+    words = np.arange(4, dtype=np.uint64)
+    order, offsets = np.zeros(4, np.uint32), np.zeros(3, np.uint32)
+    build_table(np.zeros(4, np.int64), order, offsets)
+    ones, first, buckets = np.ones(1, np.uint64), np.zeros(2, np.int64), np.zeros((1, 4), np.int64)
+    search_run(order, offsets.reshape(1, 3), 0, buckets, words, words, 1, ones, ones, first)
+    all_pairs(words, 1)
+    cross_pairs(words, words, 1)
+    sketches = np.zeros((2, 4), np.uint64)
+    pair_similarity(sketches, np.zeros(1, np.int64), sketches, np.ones(1, np.int64), 2, np.uint64(1))

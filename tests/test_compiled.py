@@ -1,0 +1,95 @@
+"""The compiled loops (compiled.py) give what the numpy paths give, and what brute force gives."""
+
+from __future__ import annotations
+
+import random
+from unittest import mock
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_index import brute_pairs, clustered
+
+from simdedup import BlockIndex
+from simdedup import index as index_module
+from simdedup.index import near_pair_arrays
+from simdedup.sketch import SKETCH
+
+
+def compiled_from_the_first_row() -> mock._patch:  # type: ignore[type-arg]
+    return mock.patch.object(index_module, "COMPILED_ROWS", 0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(fps=clustered(), k=st.integers(0, 16), buffer=st.sampled_from([1, 2, 5, 1024]))
+def test_compiled_index_finds_exactly_the_brute_force_pairs(fps: list[int], k: int, buffer: int) -> None:
+    with compiled_from_the_first_row():
+        index = BlockIndex(64, k, buffer_rows=buffer)
+        found = []
+        for j, fp in enumerate(fps):
+            found.extend((i, j, d) for i, d in index.query(fp))
+            index.add(fp)
+        index._check()
+    assert sorted(found) == brute_pairs(fps, k)
+
+
+def hot_and_random(seed: int, n: int) -> np.ndarray:
+    """Half the fingerprints near a few centres (hot buckets), half uniform."""
+    rng = np.random.default_rng(seed)
+    centres = rng.integers(0, 2**64, 5, dtype=np.uint64)
+    flips = np.zeros(n // 2, np.uint64)
+    for _ in range(4):
+        flips |= np.uint64(1) << rng.integers(0, 64, n // 2).astype(np.uint64)
+    near = centres[rng.integers(0, 5, n // 2)] ^ flips
+    return np.concatenate([near, rng.integers(0, 2**64, n - n // 2, dtype=np.uint64)])[rng.permutation(n)]
+
+
+def test_compiled_tables_and_search_equal_numpy_ones_on_hot_buckets() -> None:
+    fps = hot_and_random(3, 20_000)
+    by_numpy, by_loops = BlockIndex(64, 4), BlockIndex(64, 4)
+    results = []
+    for index, compiled in ((by_numpy, False), (by_loops, True)):
+        with mock.patch.object(index_module, "COMPILED_ROWS", 0 if compiled else 1 << 62):
+            found = []
+            for lo in range(0, len(fps), 1000):
+                found.append(index.search(fps[lo : lo + 1000]))
+                index.add_many(fps[lo : lo + 1000])
+            index._check()
+            results.append(found)
+    for run_a, run_b in zip(by_numpy._runs, by_loops._runs):
+        assert np.array_equal(run_a.order, run_b.order)
+        assert np.array_equal(run_a.offsets, run_b.offsets)
+    assert sum(len(q) for q, _, _ in results[0]) > 10_000  # the hot buckets found many
+    for a, b in zip(*results):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+@settings(max_examples=80, deadline=None)
+@given(fps=clustered(), k=st.integers(0, 16))
+def test_compiled_all_pairs_equal_the_numpy_ones(fps: list[int], k: int) -> None:
+    array = np.array(fps, np.uint64)
+    expected = near_pair_arrays(array, 64, k)
+    got = near_pair_arrays(array, 64, k, compiled=True)
+    assert all(np.array_equal(x, y) for x, y in zip(expected, got))
+    assert list(zip(*(x.tolist() for x in got))) == brute_pairs(fps, k)
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32), pairs=st.integers(0, 300))
+def test_pair_similarity_gives_the_same_floats_as_similarity(seed: int, pairs: int) -> None:
+    rng = random.Random(seed)
+    gen = np.random.default_rng(seed)
+    a = gen.integers(0, 256, (40, SKETCH.nbytes), dtype=np.uint8)
+    b = a.copy()
+    for row in range(40):  # some rows nearly equal, some unrelated, some empty
+        roll = rng.random()
+        if roll < 0.3:
+            b[row, rng.randrange(SKETCH.nbytes)] ^= 1 << rng.randrange(8)
+        elif roll < 0.6:
+            b[row] = gen.integers(0, 256, SKETCH.nbytes, dtype=np.uint8)
+        elif roll < 0.7:
+            b[row] = 0
+    a_rows = gen.integers(0, 40, pairs)
+    b_rows = gen.integers(0, 40, pairs)
+    expected = SKETCH.similarity(a[a_rows], b[b_rows])
+    assert np.array_equal(SKETCH.pair_similarity(a, a_rows, b, b_rows), expected)
