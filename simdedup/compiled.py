@@ -82,18 +82,55 @@ def search_run(order, offsets, start, buckets, words, queries, k, block_starts, 
                 for p in range(lo, hi):
                     x = gathered[p - lo] ^ value
                     d = _popcount(x)
-                    if d > k:
-                        continue
-                    agree = 0
-                    for block in range(n_blocks):
-                        if (x >> block_starts[block]) & block_masks[block] == 0:
-                            agree |= 1 << block
-                    if first_tables[agree] != t:
+                    if d > k or first_tables[_agreeing(x, block_starts, block_masks, n_blocks)] != t:
                         continue
                     out = _append(out, n, q, np.int64(order[t * size + p]) + start, d)
                     n += 1
             i = j
     return out[0][:n], out[1][:n], out[2][:n]
+
+
+@njit(cache=True, nogil=True)
+def table_pairs(order, offsets, start, words, k, t, block_starts, block_masks, first_tables):  # type: ignore[no-untyped-def]
+    """(i, j, d), i < j, for the rows of one table of a run (order, offsets: that
+    table's) that share a bucket, are within k, and have t as the first table keyed on
+    blocks they agree on: index._Run.pairs for 64-bit fingerprints. Each bucket's
+    fingerprints are gathered once and compared in order."""
+    n_blocks = block_starts.shape[0]
+    out = _triples(64)
+    n = 0
+    gathered = np.empty(64, np.uint64)
+    for b in range(offsets.shape[0] - 1):
+        lo, hi = np.int64(offsets[b]), np.int64(offsets[b + 1])
+        size = hi - lo
+        if size < 2:
+            continue
+        if size > gathered.shape[0]:
+            gathered = np.empty(2 * size, np.uint64)
+        for p in range(size):
+            gathered[p] = words[np.int64(order[lo + p]) + start]
+        for a in range(size - 1):
+            value = gathered[a]
+            if _count_within(gathered[a + 1 : size], value, size - a - 1, k) == 0:
+                continue
+            for c in range(a + 1, size):
+                x = gathered[c] ^ value
+                d = _popcount(x)
+                if d > k or first_tables[_agreeing(x, block_starts, block_masks, n_blocks)] != t:
+                    continue
+                out = _append(out, n, np.int64(order[lo + a]) + start, np.int64(order[lo + c]) + start, d)
+                n += 1
+    return out[0][:n], out[1][:n], out[2][:n]
+
+
+@njit(inline="always")
+def _agreeing(x, block_starts, block_masks, n_blocks):  # type: ignore[no-untyped-def]
+    # Bit mask of the blocks on which two fingerprints whose XOR is x agree.
+    agree = 0
+    for block in range(n_blocks):
+        if (x >> block_starts[block]) & block_masks[block] == 0:
+            agree |= 1 << block
+    return agree
 
 
 @njit(inline="always")
@@ -200,6 +237,7 @@ def warm() -> None:
     build_table(np.zeros(4, np.int64), order, offsets)
     ones, first, buckets = np.ones(1, np.uint64), np.zeros(2, np.int64), np.zeros((1, 4), np.int64)
     search_run(order, offsets.reshape(1, 3), 0, buckets, words, words, 1, ones, ones, first)
+    table_pairs(order, offsets, 0, words, 1, 0, ones, ones, first)
     all_pairs(words, 1)
     cross_pairs(words, words, 1)
     sketches = np.zeros((2, 4), np.uint64)

@@ -160,7 +160,9 @@ class Deduplicator:
         target = np.full(len(present), -1, dtype=np.int64)  # batch position duplicated
         target_d = np.zeros(len(present), dtype=np.int64)
         earlier: dict[int, list[tuple[int, int]]] = {}
-        for i, j, d in zip(*(a.tolist() for a in near_pair_arrays(words, bits, k))):
+        for i, j, d in zip(
+            *(a.tolist() for a in near_pair_arrays(words, bits, k, compiled=self.index._compiled))
+        ):
             earlier.setdefault(j, []).append((i, d))
         for j in sorted(earlier):
             best = (int(stored_ds[j]), 0, int(stored_rows[j])) if stored_rows[j] >= 0 else None

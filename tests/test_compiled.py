@@ -93,3 +93,12 @@ def test_pair_similarity_gives_the_same_floats_as_similarity(seed: int, pairs: i
     b_rows = gen.integers(0, 40, pairs)
     expected = SKETCH.similarity(a[a_rows], b[b_rows])
     assert np.array_equal(SKETCH.pair_similarity(a, a_rows, b, b_rows), expected)
+
+
+def test_compiled_all_pairs_through_the_tables_equal_the_numpy_ones() -> None:
+    fps = hot_and_random(4, 12_000)
+    expected = near_pair_arrays(fps, 64, 4)
+    with compiled_from_the_first_row():
+        got = near_pair_arrays(fps, 64, 4)  # more than COMPILED_BRUTE_FORCE: through the tables
+    assert len(got[0]) > 10_000
+    assert all(np.array_equal(x, y) for x, y in zip(expected, got))
