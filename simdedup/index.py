@@ -492,10 +492,13 @@ class BlockIndex:
 
     # ------------------------------------------------------------------ searching
 
-    def search(self, fps: np.ndarray, distance: int | None = None) -> tuple[np.ndarray, ...]:
+    def search(
+        self, fps: np.ndarray, distance: int | None = None, *, ordered: bool = True
+    ) -> tuple[np.ndarray, ...]:
         """Every (query, row, distance) with a stored row within `distance` (default: the
         index's) of a query, for a batch of queries shaped as fingerprint_array() gives
-        them. Sorted by query, then distance, then row; each pair once."""
+        them; each pair once. Sorted by query, then distance, then row; in no set order
+        with `ordered=False`, which saves sorting millions of pairs in a crowded index."""
         k = self._k(distance)
         queries = _words(fps, self.bits)
         parts = []
@@ -505,6 +508,8 @@ class BlockIndex:
         if not parts:
             return _EMPTY
         q, rows, d = (np.concatenate(x) for x in zip(*parts))
+        if not ordered:
+            return q, rows, d
         order = np.lexsort((rows, d, q))
         return q[order], rows[order], d[order]
 

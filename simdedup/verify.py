@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -189,6 +191,11 @@ class VerifyingDeduplicator(Deduplicator):
         mine, has_mine = self._batch_sketches(docs, present, sketches)
         bits, k = self.settings.bits, self.index.distance
         fparray = fingerprint_array([fps[i] for i in present], bits)
+        # The head index is searched beside the other once the indexes are large: most of
+        # both searches is then compiled loops that release the GIL, so the thread gets
+        # the second core. Nothing changes either index until both are done.
+        heads_of = partial(_Heads.of, self, docs, present, heads, fparray, mine, has_mine)
+        beside = _beside().submit(heads_of) if self.index._compiled else None
         # Candidates that verify: kept rows (q, rows), and earlier documents of this batch
         # (second is a candidate duplicate of first).
         q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
@@ -196,7 +203,7 @@ class VerifyingDeduplicator(Deduplicator):
         pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
         ok = ~(pair_sims < self.min_jaccard)
         first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
-        head = _Heads.of(self, docs, present, heads, fparray, mine, has_mine)
+        head = beside.result() if beside else heads_of()
         base = len(self.index)
         walked = np.zeros(len(present), bool)
         walked[q] = True
@@ -294,7 +301,7 @@ class VerifyingDeduplicator(Deduplicator):
         """(q, rows, ds, sims): the kept rows within the distance of each query that
         verify, with their distances and similarities (NaN: a side has no sketch, decided
         on the fingerprint)."""
-        q, rows, ds = self.index.search(fparray)
+        q, rows, ds = self.index.search(fparray, ordered=False)
         sims = self._similarities(mine, has_mine, q, self._sketches, self._has, rows)
         ok = ~(sims < self.min_jaccard)
         return q[ok], rows[ok], ds[ok], sims[ok]
@@ -376,7 +383,7 @@ class _Heads:
             heads = _heads_of(docs, dd.settings, dd.hashfunc)
         pos = np.array([p for p, i in enumerate(present) if heads[i] is not None and has_mine[p]], np.int64)
         fps = fingerprint_array([heads[present[p]] for p in pos.tolist()], bits)
-        hq, hrows, _ = dd.head_index.search(fps)
+        hq, hrows, _ = dd.head_index.search(fps, ordered=False)
         crowd = np.bincount(hq, minlength=len(pos))
         crowd_in_index = np.zeros(len(present), np.int64)
         crowd_in_index[pos] = crowd
@@ -428,6 +435,12 @@ class _Heads:
 
 
 _NONE = np.zeros(0, np.int64)
+
+
+@lru_cache(maxsize=1)
+def _beside() -> ThreadPoolExecutor:
+    """One thread, shared by every deduplicator, that searches head indexes."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="simdedup-heads")
 
 
 def _heads_of(docs: Sequence[Document], settings: Settings, hashfunc: HashFunc) -> list[int | None]:

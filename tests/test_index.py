@@ -195,3 +195,13 @@ def test_tables_built_in_threads_equal_tables_built_in_turn(monkeypatch: pytest.
     threaded._check()
     assert np.array_equal(threaded._runs[0].order, in_turn._runs[0].order)
     assert np.array_equal(threaded._runs[0].offsets, in_turn._runs[0].offsets)
+
+
+@settings(max_examples=40, deadline=None)
+@given(stored=clustered(), queries=clustered(), k=st.integers(0, 8))
+def test_unordered_search_finds_the_same_pairs(stored: list[int], queries: list[int], k: int) -> None:
+    index = BlockIndex(64, k, buffer_rows=4)
+    index.add_many(fingerprint_array(stored))
+    ordered = index.search(fingerprint_array(queries))
+    loose = index.search(fingerprint_array(queries), ordered=False)
+    assert sorted(zip(*(a.tolist() for a in loose))) == sorted(zip(*(a.tolist() for a in ordered)))
