@@ -162,20 +162,47 @@ def _append(out, n, a, b, c):  # type: ignore[no-untyped-def]
     return out
 
 
+#: pair_similarity's unit of work and of early rejection: 8 words, one cache line.
+_CHUNK = 8
+
+
 @njit(cache=True, nogil=True)
-def pair_similarity(a, a_rows, b, b_rows, bits, lanes):  # type: ignore[no-untyped-def]
+def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least):  # type: ignore[no-untyped-def]
     """sketch.OnePermutation.similarity of a[a_rows[t]] and b[b_rows[t]] for every t,
     without gathering the rows: a and b are sketches as (rows, words) uint64, `lanes`
     the lowest bit of every code. The same integers and the same one division, so the
-    same floats."""
+    same floats.
+
+    Pairs that cannot reach `at_least` (> 0) get -1.0, decided as soon as the bins read
+    so far prove it: with C codes, the estimate is (C agree - both) / ((C - 1) either),
+    and the bins still unread can at best add all of a's remaining non-empty bins as
+    agreeing ones, which bounds it by (C agree - both + (C - 1) r) / ((C - 1) (either +
+    r)), r = a's non-empty bins left. Most candidate pairs of a crowded index are
+    unrelated texts, rejected after a cache line or two of their 256 bytes. `a` should
+    be the smaller side (a batch): its non-empty bins are counted for every row."""
     out = np.empty(a_rows.shape[0], np.float64)
     codes = (1 << bits) - 1
+    words = a.shape[1]
+    chunks = (words + _CHUNK - 1) // _CHUNK
+    # left[r, c]: a's row r's non-empty bins in chunks c.. (after chunk c - 1 is read)
+    left = np.zeros((a.shape[0], chunks + 1), np.int64)
+    if at_least > 0:
+        for r in range(a.shape[0]):
+            for w in range(words - 1, -1, -1):
+                x = a[r, w]
+                nonzero = x
+                for i in range(1, bits):
+                    nonzero |= x >> np.uint64(i)
+                left[r, w // _CHUNK] += _popcount(nonzero & lanes)
+            for c in range(chunks - 1, -1, -1):
+                left[r, c] += left[r, c + 1]
     for t in range(a_rows.shape[0]):
         ra, rb = a_rows[t], b_rows[t]
         agree = 0
         both = 0
         either = 0
-        for w in range(a.shape[1]):
+        rejected = False
+        for w in range(words):
             x, y = a[ra, w], b[rb, w]
             nonzero_x, nonzero_y, equal = x, y, ~(x ^ y)
             for i in range(1, bits):
@@ -188,7 +215,15 @@ def pair_similarity(a, a_rows, b, b_rows, bits, lanes):  # type: ignore[no-untyp
             agree += _popcount(equal & nonzero_x)
             both += _popcount(nonzero_x & nonzero_y)
             either += _popcount(nonzero_x | nonzero_y)
-        if either == 0:
+            if at_least > 0 and (w + 1) % _CHUNK == 0 and w + 1 < words:
+                r = left[ra, (w + 1) // _CHUNK]
+                bound_den = (codes - 1) * (either + r)
+                if bound_den > 0 and (codes * agree - both + (codes - 1) * r) / bound_den < at_least:
+                    rejected = True
+                    break
+        if rejected:
+            out[t] = -1.0
+        elif either == 0:
             out[t] = 1.0
         else:
             estimate = (codes * agree - both) / max(either * (codes - 1), 1)
@@ -241,4 +276,4 @@ def warm() -> None:
     all_pairs(words, 1)
     cross_pairs(words, words, 1)
     sketches = np.zeros((2, 4), np.uint64)
-    pair_similarity(sketches, np.zeros(1, np.int64), sketches, np.ones(1, np.int64), 2, np.uint64(1))
+    pair_similarity(sketches, np.zeros(1, np.int64), sketches, np.ones(1, np.int64), 2, np.uint64(1), 0.5)

@@ -276,10 +276,13 @@ class OnePermutation:
         return np.where(either > 0, np.clip(estimate, 0.0, 1.0), 1.0)
 
     def pair_similarity(
-        self, a: np.ndarray, a_rows: np.ndarray, b: np.ndarray, b_rows: np.ndarray
+        self, a: np.ndarray, a_rows: np.ndarray, b: np.ndarray, b_rows: np.ndarray, at_least: float = 0.0
     ) -> np.ndarray:
         """similarity(a[a_rows], b[b_rows]), the same floats, by a compiled loop that reads
-        the rows where they are instead of gathering them (for many pairs)."""
+        the rows where they are instead of gathering them (for many pairs). With
+        `at_least` > 0, a pair whose estimate is certainly below it gets -1.0, often
+        after reading a part of its sketches (compiled.pair_similarity). `a` should be
+        the smaller array."""
         from .compiled import pair_similarity
 
         return pair_similarity(  # type: ignore[no-any-return]
@@ -289,6 +292,7 @@ class OnePermutation:
             np.asarray(b_rows, np.int64),
             self.bits,
             _LANES[self.bits],
+            float(at_least),
         )
 
 

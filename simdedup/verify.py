@@ -332,16 +332,19 @@ class VerifyingDeduplicator(Deduplicator):
         b_has: np.ndarray,
         b_rows: np.ndarray,
     ) -> np.ndarray:
-        """Estimated Jaccard of a[a_rows[t]] and b[b_rows[t]] for every t, in one call;
-        NaN where either has no sketch."""
+        """Estimated Jaccard of a[a_rows[t]] and b[b_rows[t]] for every t, in one call
+        (`a`: the batch's sketches); NaN where either has no sketch, -1.0 where it is
+        below min_jaccard: every caller keeps only the pairs that reach it, and a large
+        index's compiled loop stops reading a pair's sketches once they prove it."""
         out = np.full(len(a_rows), np.nan)
         both = np.flatnonzero(a_has[a_rows] & b_has[b_rows])
         if not len(both):
             return out
         if self.index._compiled:  # a large index: compiled loops are loaded and pay
-            out[both] = self.sketcher.pair_similarity(a, a_rows[both], b, b_rows[both])
+            out[both] = self.sketcher.pair_similarity(a, a_rows[both], b, b_rows[both], self.min_jaccard)
         else:
-            out[both] = self.sketcher.similarity(a[a_rows[both]], b[b_rows[both]])
+            sims = self.sketcher.similarity(a[a_rows[both]], b[b_rows[both]])
+            out[both] = np.where(sims < self.min_jaccard, -1.0, sims)
         return out
 
 

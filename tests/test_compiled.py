@@ -102,3 +102,21 @@ def test_compiled_all_pairs_through_the_tables_equal_the_numpy_ones() -> None:
         got = near_pair_arrays(fps, 64, 4)  # more than COMPILED_BRUTE_FORCE: through the tables
     assert len(got[0]) > 10_000
     assert all(np.array_equal(x, y) for x, y in zip(expected, got))
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32), at_least=st.sampled_from([0.3, 0.5, 0.8, 0.95, 1.0]))
+def test_pair_similarity_rejects_exactly_the_pairs_below_at_least(seed: int, at_least: float) -> None:
+    gen = np.random.default_rng(seed)
+    # sparse sketches, as of short documents: most bins empty; copies with a few bins changed
+    a = gen.integers(0, 256, (30, SKETCH.nbytes), dtype=np.uint8) * (gen.random((30, SKETCH.nbytes)) < 0.2)
+    b = np.concatenate([a, gen.integers(0, 256, (30, SKETCH.nbytes), dtype=np.uint8)])
+    b[:30] ^= (gen.random((30, SKETCH.nbytes)) < gen.random((30, 1)) * 0.3) * np.uint8(3)
+    b = b.astype(np.uint8)
+    a_rows = gen.integers(0, 30, 400)
+    b_rows = np.where(gen.random(400) < 0.5, a_rows, gen.integers(0, 60, 400))  # half: a row and its copy
+    exact = SKETCH.similarity(a[a_rows], b[b_rows])
+    got = SKETCH.pair_similarity(a, a_rows, b, b_rows, at_least)
+    assert np.array_equal(got[exact >= at_least], exact[exact >= at_least])
+    assert np.all(got[exact < at_least] < at_least)
+    assert np.all((got == -1.0) | (got == exact))
