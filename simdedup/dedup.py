@@ -161,7 +161,7 @@ class Deduplicator:
         target_d = np.zeros(len(present), dtype=np.int64)
         earlier: dict[int, list[tuple[int, int]]] = {}
         for i, j, d in zip(
-            *(a.tolist() for a in near_pair_arrays(words, bits, k, compiled=self.index._compiled))
+            *(a.tolist() for a in near_pair_arrays(words, bits, k, compiled=self.index.compiled))
         ):
             earlier.setdefault(j, []).append((i, d))
         for j in sorted(earlier):

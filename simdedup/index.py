@@ -403,7 +403,9 @@ class BlockIndex:
     are O(log n) runs and each row is re-sorted O(log n) times in all.
 
     Cost: a query looks at ~4-8 rows per table and run on random fingerprints, plus the
-    buffer; `search` does it for a whole batch of queries in numpy. Memory per row:
+    buffer; `search` does it for a whole batch of queries in numpy, and in compiled loops
+    once the index holds COMPILED_ROWS fingerprints (the same pairs, several times
+    faster where common words make buckets hot). Memory per row:
     8 bytes (64-bit) plus ~4.5 bytes per table (~53 bytes at distance 3).
     """
 
@@ -479,11 +481,14 @@ class BlockIndex:
             start,
             end,
             sparse=(end - start) * 16 <= self._n,
-            compiled=self._compiled,
+            compiled=self.compiled,
         )
 
     @property
-    def _compiled(self) -> bool:
+    def compiled(self) -> bool:
+        """Whether compiled loops (compiled.py) serve this index: 64-bit fingerprints, at
+        least COMPILED_ROWS of them. Callers with work of their own on its candidates
+        (verification) use them too from then on."""
         return self.bits == 64 and self._n >= COMPILED_ROWS
 
     @property
@@ -517,9 +522,9 @@ class BlockIndex:
         if self._runs:
             hashes = self.layout.key_hashes(queries)
         for run in self._runs:
-            yield run.search(self.layout, self._words, queries, hashes, k, self._compiled)
+            yield run.search(self.layout, self._words, queries, hashes, k, self.compiled)
         start = self._buffer_start
-        if start < self._n and self._compiled:  # the buffer: every query against every row
+        if start < self._n and self.compiled:  # the buffer: every query against every row
             from .compiled import cross_pairs
 
             q, col, d = cross_pairs(queries[:, 0], self._words[start : self._n, 0], k)
@@ -658,7 +663,7 @@ def near_pair_arrays(
         return _EMPTY
     run = index._runs[0]
     parts = [
-        run.pairs(index.layout, index._words, t, distance, index._compiled)
+        run.pairs(index.layout, index._words, t, distance, index.compiled)
         for t in range(len(index.layout.keys))
     ]
     i, j, d = (np.concatenate(x) for x in zip(*parts))

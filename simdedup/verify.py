@@ -195,11 +195,11 @@ class VerifyingDeduplicator(Deduplicator):
         # both searches is then compiled loops that release the GIL, so the thread gets
         # the second core. Nothing changes either index until both are done.
         heads_of = partial(_Heads.of, self, docs, present, heads, fparray, mine, has_mine)
-        beside = _beside().submit(heads_of) if self.index._compiled else None
+        beside = _beside().submit(heads_of) if self.index.compiled else None
         # Candidates that verify: kept rows (q, rows), and earlier documents of this batch
         # (second is a candidate duplicate of first).
         q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
-        first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index._compiled)
+        first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
         pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
         ok = ~(pair_sims < self.min_jaccard)
         first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
@@ -340,7 +340,7 @@ class VerifyingDeduplicator(Deduplicator):
         both = np.flatnonzero(a_has[a_rows] & b_has[b_rows])
         if not len(both):
             return out
-        if self.index._compiled:  # a large index: compiled loops are loaded and pay
+        if self.index.compiled:  # a large index: compiled loops are loaded and pay
             out[both] = self.sketcher.pair_similarity(a, a_rows[both], b, b_rows[both], self.min_jaccard)
         else:
             sims = self.sketcher.similarity(a[a_rows[both]], b[b_rows[both]])
@@ -397,7 +397,7 @@ class _Heads:
         ds = dd.index.distances_to(rows, fparray[q])
         earlier: dict[int, np.ndarray] = {}
         if batch and len(pos) > 1:
-            first, second, _ = near_pair_arrays(fps, bits, k, compiled=dd.index._compiled)
+            first, second, _ = near_pair_arrays(fps, bits, k, compiled=dd.index.compiled)
             first, second = pos[first], pos[second]
             order = np.argsort(second, kind="stable")
             first, second = first[order], second[order]
