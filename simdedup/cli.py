@@ -593,8 +593,11 @@ def _finish(
     fail_on_duplicates: bool,
     summary_json: IO[bytes] | None,
     session: IndexSession | None = None,
+    stdout_closed: bool = False,
 ) -> ExitStatus:
-    if interrupted:
+    if stdout_closed:
+        status = ExitStatus.BROKEN_PIPE
+    elif interrupted:
         status = ExitStatus.INTERRUPTED
     elif summary.errors:
         status = ExitStatus.INPUT_ERRORS
@@ -654,13 +657,18 @@ def _broken_pipe_safe(f: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return f(*args, **kwargs)
         except BrokenPipeError:
-            # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            with contextlib.suppress(OSError, ValueError):
-                os.dup2(devnull, sys.stdout.fileno())
+            _stdout_to_devnull()
             sys.exit(ExitStatus.BROKEN_PIPE)
 
     return wrapper
+
+
+def _stdout_to_devnull() -> None:
+    """After a broken pipe: point stdout at /dev/null, so the interpreter's final flush
+    cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 # ---------------------------------------------------------------- commands
@@ -735,10 +743,17 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
         )
         if session is not None:
             session.save(dd)
+        closed = False
         if outputs.stdout_owner is None:
             fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
-            _write_groups(groups, dd, fmt)
-        status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json, session)
+            try:
+                _write_groups(groups, dd, fmt)
+            except BrokenPipeError:  # `scan ... | head`: every document was decided already
+                _stdout_to_devnull()
+                closed = True
+        status = _finish(
+            summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json, session, closed
+        )
     sys.exit(status)
 
 

@@ -433,6 +433,28 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert stderr == ""
 
 
+def test_scan_into_a_closed_pipe_still_writes_its_summary(tmp_path: Path) -> None:
+    # `scan ... --summary-json F | head`: the groups come after every decision, so the
+    # counts are complete even though the reader left; the exit status says it left.
+    f = tmp_path / "pairs.txt"
+    f.write_text("".join(f"document number {i} with words\n" * 2 for i in range(6000)))
+    summary = tmp_path / "summary.json"
+    proc = subprocess.Popen(
+        simdedup("scan", "-q", str(f), "--summary-json", str(summary)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait() == 141
+    assert stderr == ""
+    record = json.loads(summary.read_text())
+    assert (record["documents"], record["duplicates"], record["exit_status"]) == (12000, 6000, 141)
+
+
 def test_ctrl_c_exits_130_after_flushing_what_was_written(tmp_path: Path) -> None:
     report = tmp_path / "report.jsonl"
     proc = subprocess.Popen(
