@@ -420,17 +420,21 @@ def test_python_dash_m_runs_the_cli(lines: Path) -> None:
     assert result.returncode == 0 and "kept" in result.stdout
 
 
-def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
-    f = tmp_path / "many.txt"
-    f.write_text("".join(f"document number {i} with words\n" for i in range(20000)))
-    proc = subprocess.Popen(simdedup("fingerprint", str(f)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def read_one_line_and_leave(*args: str) -> tuple[int, str]:
+    """Run simdedup as `simdedup ... | head -n 1` would: (exit code, stderr)."""
+    proc = subprocess.Popen(simdedup(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.readline()
     proc.stdout.close()
     stderr = proc.stderr.read().decode()
     proc.stderr.close()
-    assert proc.wait() == 141
-    assert stderr == ""
+    return proc.wait(), stderr
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    f = tmp_path / "many.txt"
+    f.write_text("".join(f"document number {i} with words\n" for i in range(20000)))
+    assert read_one_line_and_leave("fingerprint", str(f)) == (141, "")
 
 
 def test_scan_into_a_closed_pipe_still_writes_its_summary(tmp_path: Path) -> None:
@@ -439,18 +443,7 @@ def test_scan_into_a_closed_pipe_still_writes_its_summary(tmp_path: Path) -> Non
     f = tmp_path / "pairs.txt"
     f.write_text("".join(f"document number {i} with words\n" * 2 for i in range(6000)))
     summary = tmp_path / "summary.json"
-    proc = subprocess.Popen(
-        simdedup("scan", "-q", str(f), "--summary-json", str(summary)),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.readline()
-    proc.stdout.close()
-    stderr = proc.stderr.read().decode()
-    proc.stderr.close()
-    assert proc.wait() == 141
-    assert stderr == ""
+    assert read_one_line_and_leave("scan", "-q", str(f), "--summary-json", str(summary)) == (141, "")
     record = json.loads(summary.read_text())
     assert (record["documents"], record["duplicates"], record["exit_status"]) == (12000, 6000, 141)
 
