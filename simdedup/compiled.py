@@ -5,8 +5,10 @@ numpy passes, and gives the same result, bit for bit (tests/test_compiled.py). T
 pure functions of arrays; none keeps state between calls or prints.
 
 numba costs about half a second the first time a process calls one of them (its import
-and the compiled code read back from its cache), so callers use them only for work large
-enough to repay that (index.COMPILED_ROWS, verify.COMPILED_PAIRS).
+and the compiled code read back from its cache), so they serve an index only once it
+holds index.COMPILED_ROWS fingerprints (BlockIndex.compiled), and verification of its
+candidates from then on. Compiling them all takes about 8 s: `make install` does it once
+(warm()), into numba's cache beside this file.
 """
 
 from __future__ import annotations
