@@ -29,6 +29,7 @@ from .dedup import BATCH_SIZE, Decision, Deduplicator, batches
 from .features import extract
 from .fingerprint import FeatureHasher, format_fingerprint
 from .fingerprint import distance as hamming
+from .index import Layout
 from .parallel import AUTO, fingerprint_batches
 from .read import STDIN, Document, Problem, ReadOptions, read_documents
 from .report import (
@@ -46,9 +47,9 @@ from .sketch import SKETCH, SKETCH_SPEC, fingerprints_and_sketches, similarity
 from .status import ExitStatus, SimdedupError
 from .store import (
     IndexSession,
-    block_buckets,
     check_settings,
     index_lock,
+    key_buckets,
     merge_indexes,
     read_header,
     read_index,
@@ -1074,10 +1075,10 @@ def _hex(value: int, width: int) -> str:
 @click.argument("path", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON object.")
 @click.option(
-    "--top", type=click.IntRange(1), default=3, show_default=True, help="Largest buckets to show per block."
+    "--top", type=click.IntRange(1), default=3, show_default=True, help="Largest buckets to show per table."
 )
 def index_info(path: str, as_json: bool, top: int) -> None:
-    """Describe a stored index: its size, settings, runs and largest block buckets.
+    """Describe a stored index: its size, settings, runs and largest key buckets.
 
     The first line is `fingerprints: N`. The whole file is read and its checksum
     verified, so this also checks that the file is whole.
@@ -1090,7 +1091,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
     stored = read_index(path)
     record = stored.fingerprint
     settings = stored.settings
-    buckets = block_buckets(stored.fingerprints, stored.bits, int(settings.get("distance", 3)), top)
+    buckets = key_buckets(stored.fingerprints, stored.bits, int(settings.get("distance", 3)), top)
     info = {
         "fingerprints": len(stored),
         "settings": settings,
@@ -1105,11 +1106,11 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         "sketch": stored.sketch,
         "headed": 0 if stored.headed is None else int(stored.headed.sum()),
         "runs": stored.runs,
-        "blocks": [
+        "tables": [
             {
-                "bits": [b.start, b.start + b.width - 1],
-                "distinct_values": b.distinct,
-                "largest": [{"value": _hex(v, b.width), "rows": n} for v, n in b.largest],
+                "bits": [[start, start + width - 1] for start, width in b.blocks],
+                "distinct_keys": b.distinct,
+                "largest": [{"key": _hex(v, b.width), "rows": n} for v, n in b.largest],
             }
             for b in buckets
         ],
@@ -1140,12 +1141,15 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         )
     else:
         lines.append("runs: 0")
-    lines.append("largest block buckets (rows sharing a block value; a lookup scans its buckets):")
+    layout = Layout.for_(stored.bits, int(settings.get("distance", 3)))
+    lines.append(
+        f"largest key buckets, per table ({layout.describe()}; rows sharing a key: "
+        "a lookup compares every row of the buckets it meets):"
+    )
     for b in buckets:
-        largest = ", ".join(f"{n:,} (value {_hex(v, b.width)})" for v, n in b.largest) or "-"
-        lines.append(
-            f"  bits {b.start}-{b.start + b.width - 1}: {b.distinct:,} distinct values; largest {largest}"
-        )
+        largest = ", ".join(f"{n:,} (key {_hex(v, b.width)})" for v, n in b.largest) or "-"
+        blocks = " + ".join(f"{start}-{start + width - 1}" for start, width in b.blocks)
+        lines.append(f"  bits {blocks}: {b.distinct:,} distinct keys; largest {largest}")
     click.echo("\n".join(lines))
 
 

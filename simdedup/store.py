@@ -29,7 +29,8 @@ import xxhash
 
 from .dedup import Deduplicator, Ids
 from .features import SCRIPT_FOLD
-from .settings import FINGERPRINT_SPEC_VERSION, HEAD_TOKENS, Settings, block_layout
+from .index import Layout
+from .settings import FINGERPRINT_SPEC_VERSION, HEAD_TOKENS, Settings
 from .sketch import SKETCH_SPEC
 from .status import (
     IndexCorruptError,
@@ -804,14 +805,18 @@ def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:
 
 
 @dataclass(frozen=True)
-class BlockBuckets:
-    """One block of the index layout: its bits, how many distinct values its stored
-    fingerprints take there, and the largest buckets as (value, rows)."""
+class KeyBuckets:
+    """One table of the index layout: the blocks its key joins, (start, width) each, how
+    many distinct keys the stored fingerprints make there, and the largest buckets as
+    (key, rows). A key is its blocks' values joined, the first block's highest."""
 
-    start: int
-    width: int
+    blocks: tuple[tuple[int, int], ...]
     distinct: int
     largest: list[tuple[int, int]]
+
+    @property
+    def width(self) -> int:
+        return sum(width for _, width in self.blocks)
 
 
 def _bits_of(word: np.ndarray, start: int, width: int) -> np.ndarray:
@@ -833,24 +838,23 @@ def block_values(fps: np.ndarray, start: int, width: int) -> np.ndarray:
     return _bits_of(low, start, low_width) | (_bits_of(high, 0, width - low_width) << np.uint64(low_width))
 
 
-def block_buckets(fps: np.ndarray, bits: int, distance: int, top: int = 3) -> list[BlockBuckets]:
-    """The largest buckets of each block of the layout for (bits, distance), computed
-    from the fingerprints alone: a bucket is the rows that share a block value, and a
-    query scans the buckets it falls in, so large ones are what make lookups slow."""
+def key_buckets(fps: np.ndarray, bits: int, distance: int, top: int = 3) -> list[KeyBuckets]:
+    """The largest buckets of each table of the index layout for (bits, distance),
+    computed from the fingerprints alone: a bucket is the rows that share the table's
+    key, and a lookup compares every row of the buckets it meets, so large ones are what
+    make lookups slow (common words make some keys hot)."""
+    layout = Layout.for_(bits, distance)
     out = []
-    for start, width in block_layout(bits, distance):
-        if width > 64:  # distance 0 at 128 bits: one block, the whole fingerprint
-            rows, counts = np.unique(fps.reshape(len(fps), -1), axis=0, return_counts=True)
-            values = [int(r[0]) << 64 | int(r[-1]) if len(r) > 1 else int(r[0]) for r in rows]
-        elif width <= 24:
-            counts = np.bincount(block_values(fps, start, width).astype(np.intp), minlength=1)
-            values = None
-        else:
-            uniq, counts = np.unique(block_values(fps, start, width), return_counts=True)
-            values = uniq.tolist()
+    for key in layout.keys:
+        blocks = tuple(layout.blocks[b] for b in key)
+        columns = np.stack([block_values(fps, start, width) for start, width in blocks], axis=1)
+        rows, counts = np.unique(columns, axis=0, return_counts=True)
         order = np.argsort(-counts, kind="stable")[:top]
-        largest = [
-            (int(i) if values is None else int(values[i]), int(counts[i])) for i in order if counts[i] > 0
-        ]
-        out.append(BlockBuckets(start, width, int(np.count_nonzero(counts)), largest))
+        largest = []
+        for i in order.tolist():
+            joined = 0
+            for value, (_, width) in zip(rows[i].tolist(), blocks):
+                joined = joined << width | value
+            largest.append((joined, int(counts[i])))
+        out.append(KeyBuckets(blocks, len(counts), largest))
     return out

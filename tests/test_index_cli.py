@@ -248,12 +248,13 @@ def test_index_info_starts_with_the_count_then_settings_size_times_and_buckets(i
     assert re.fullmatch(r"created: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", lines[5])
     assert lines[6].startswith("updated: ")
     assert lines[7].startswith("runs: 1; last: 'monday'")
+    # the index's own layout at k = 4: 6 blocks, a table for each pair of them
+    assert lines[8].startswith(
+        "largest key buckets, per table (6 blocks of 11/11/11/11/10/10 bits, 15 tables"
+    )
+    blocks = ["0-10", "11-21", "22-32", "33-43", "44-53", "54-63"]
     assert [line.split(":")[0] for line in lines[9:]] == [
-        "  bits 0-12",
-        "  bits 13-25",
-        "  bits 26-38",
-        "  bits 39-51",
-        "  bits 52-63",
+        f"  bits {a} + {b}" for i, a in enumerate(blocks) for b in blocks[i + 1 :]
     ]
 
 
@@ -263,9 +264,10 @@ def test_index_info_json_holds_the_same(index: Path) -> None:
     assert info["settings"]["tokenizer"] == "auto" and info["fingerprint"]["hash"] == "xxh3_64"
     assert info["size_bytes"] == index.stat().st_size
     assert [r["name"] for r in info["runs"]] == ["monday"]
-    assert [b["bits"] for b in info["blocks"]] == [[0, 12], [13, 25], [26, 38], [39, 51], [52, 63]]
+    assert [t["bits"] for t in info["tables"]][:2] == [[[0, 10], [11, 21]], [[0, 10], [22, 32]]]
+    assert len(info["tables"]) == 15
     assert info["sketched"] == 6 and info["sketch"] == SKETCH_SPEC
-    assert all(sum(x["rows"] for x in b["largest"]) <= 6 for b in info["blocks"])
+    assert all(sum(x["rows"] for x in t["largest"]) <= 6 for t in info["tables"])
 
 
 def test_index_info_of_a_damaged_file_fails(index: Path) -> None:

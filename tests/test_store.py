@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from simdedup.dedup import Deduplicator, Ids
 from simdedup.fingerprint import fingerprint_texts
+from simdedup.index import Layout
 from simdedup.read import Document
 from simdedup.settings import FINGERPRINT_SPEC_VERSION, HEAD_TOKENS, Settings
 from simdedup.sketch import SKETCH, SKETCH_SPEC, text_sketches
@@ -33,11 +34,11 @@ from simdedup.store import (
     MAGIC,
     IndexSession,
     StoredIndex,
-    block_buckets,
     block_values,
     empty_index,
     fingerprint_record,
     index_lock,
+    key_buckets,
     lock_path,
     merge_indexes,
     read_header,
@@ -487,28 +488,38 @@ def test_merge_refuses_other_settings(tmp_path: Path) -> None:
         merge_indexes([("a", a), ("b", b)])
 
 
-# ---------------------------------------------------------------- block buckets
+# ---------------------------------------------------------------- key buckets
 
 
 @settings(max_examples=40, deadline=None)
 @given(
     bits=st.sampled_from([64, 128]),
-    distance=st.integers(0, 6),
+    distance=st.integers(0, 9),
     fps=st.lists(st.integers(0, 2**128 - 1), min_size=1, max_size=30),
 )
-def test_block_buckets_count_what_brute_force_counts(bits: int, distance: int, fps: list[int]) -> None:
+def test_key_buckets_count_what_brute_force_counts(bits: int, distance: int, fps: list[int]) -> None:
     fps = [fp % (1 << bits) for fp in fps]
     array = make_index(
         fps, [""] * len(fps), [0] * len(fps), Settings(bits=bits, distance=distance)
     ).fingerprints
-    for b in block_buckets(array, bits, distance, top=2):
-        values = [(fp >> b.start) & ((1 << b.width) - 1) for fp in fps]
-        if b.width <= 64:
-            assert block_values(array, b.start, b.width).tolist() == values
-        counts = sorted(((values.count(v), v) for v in set(values)), key=lambda cv: (-cv[0], cv[1]))
-        assert b.distinct == len(set(values))
-        assert [n for _, n in b.largest] == [n for n, _ in counts[:2]]
-        assert all(values.count(v) == n for v, n in b.largest)
+    tables = key_buckets(array, bits, distance, top=2)
+    assert len(tables) == len(Layout.for_(bits, distance).keys)
+    for t in tables:
+        keys = []
+        for fp in fps:
+            key = 0
+            for start, width in t.blocks:
+                key = key << width | (fp >> start) & ((1 << width) - 1)
+            keys.append(key)
+        for start, width in t.blocks:
+            if width <= 64:
+                assert block_values(array, start, width).tolist() == [
+                    (fp >> start) & ((1 << width) - 1) for fp in fps
+                ]
+        counts = sorted(((keys.count(v), v) for v in set(keys)), key=lambda cv: (-cv[0], cv[1]))
+        assert t.distinct == len(set(keys))
+        assert [n for _, n in t.largest] == [n for n, _ in counts[:2]]
+        assert all(keys.count(v) == n for v, n in t.largest)
 
 
 def test_sketches_of_another_kind_are_refused_and_not_merged(tmp_path: Path) -> None:
