@@ -8,11 +8,12 @@ estimated from fixed-size sketches (sketch.py). Never prints.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import partial
 
 import numpy as np
 
@@ -193,17 +194,19 @@ class VerifyingDeduplicator(Deduplicator):
         fparray = fingerprint_array([fps[i] for i in present], bits)
         # The head index is searched beside the other once the indexes are large: most of
         # both searches is then compiled loops that release the GIL, so the thread gets
-        # the second core. Nothing changes either index until both are done.
+        # the second core. Nothing changes either index until both are done, and the
+        # thread ends with the batch (a process that forks workers later has none).
         heads_of = partial(_Heads.of, self, docs, present, heads, fparray, mine, has_mine)
-        beside = _beside().submit(heads_of) if self.index.compiled else None
-        # Candidates that verify: kept rows (q, rows), and earlier documents of this batch
-        # (second is a candidate duplicate of first).
-        q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
-        first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
-        pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
-        ok = ~(pair_sims < self.min_jaccard)
-        first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
-        head = beside.result() if beside else heads_of()
+        with ThreadPoolExecutor(1) if self.index.compiled else contextlib.nullcontext() as beside:
+            later = beside.submit(heads_of) if beside is not None else None
+            # Candidates that verify: kept rows (q, rows), and earlier documents of this
+            # batch (second is a candidate duplicate of first).
+            q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
+            first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
+            pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
+            ok = ~(pair_sims < self.min_jaccard)
+            first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
+            head = later.result() if later is not None else heads_of()
         base = len(self.index)
         walked = np.zeros(len(present), bool)
         walked[q] = True
@@ -438,12 +441,6 @@ class _Heads:
 
 
 _NONE = np.zeros(0, np.int64)
-
-
-@lru_cache(maxsize=1)
-def _beside() -> ThreadPoolExecutor:
-    """One thread, shared by every deduplicator, that searches head indexes."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="simdedup-heads")
 
 
 def _heads_of(docs: Sequence[Document], settings: Settings, hashfunc: HashFunc) -> list[int | None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from unittest import mock
 
 import numpy as np
@@ -10,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_index import brute_pairs, clustered
 
-from simdedup import BlockIndex
+from simdedup import BlockIndex, Document, Settings
 from simdedup import index as index_module
 from simdedup.index import near_pair_arrays
 from simdedup.sketch import SKETCH
+from simdedup.verify import VerifyingDeduplicator
 
 
 def compiled_from_the_first_row() -> mock._patch:  # type: ignore[type-arg]
@@ -120,3 +122,15 @@ def test_pair_similarity_rejects_exactly_the_pairs_below_at_least(seed: int, at_
     assert np.array_equal(got[exact >= at_least], exact[exact >= at_least])
     assert np.all(got[exact < at_least] < at_least)
     assert np.all((got == -1.0) | (got == exact))
+
+
+def test_a_large_verified_index_leaves_no_thread_behind_for_forked_workers() -> None:
+    # decide_many searches the head index in a thread once compiled loops serve the
+    # index; the thread must end with the batch, since workers are forked later.
+    texts = [" ".join(f"w{(i * 7 + j) % 500}" for j in range(40)) for i in range(300)]
+    before = threading.active_count()
+    with compiled_from_the_first_row():
+        dd = VerifyingDeduplicator(Settings())
+        decisions = dd.process([Document(str(i), t, b"") for i, t in enumerate(texts)])
+    assert len(decisions) == 300
+    assert threading.active_count() == before
