@@ -197,7 +197,7 @@ class VerifyingDeduplicator(Deduplicator):
         # the second core. Nothing changes either index until both are done, and the
         # thread ends with the batch (a process that forks workers later has none).
         heads_of = partial(_Heads.of, self, docs, present, heads, fparray, mine, has_mine)
-        with ThreadPoolExecutor(1) if self.index.compiled else contextlib.nullcontext() as beside:
+        with _beside() if self.index.compiled else contextlib.nullcontext() as beside:
             later = beside.submit(heads_of) if beside is not None else None
             # Candidates that verify: kept rows (q, rows), and earlier documents of this
             # batch (second is a candidate duplicate of first).
@@ -441,6 +441,14 @@ class _Heads:
 
 
 _NONE = np.zeros(0, np.int64)
+
+
+def _beside() -> ThreadPoolExecutor:
+    """A thread for one batch's head-index search, named so that tests can find it."""
+    return ThreadPoolExecutor(1, thread_name_prefix=HEAD_THREAD)
+
+
+HEAD_THREAD = "simdedup-heads"
 
 
 def _heads_of(docs: Sequence[Document], settings: Settings, hashfunc: HashFunc) -> list[int | None]:

@@ -13,6 +13,7 @@ from test_index import brute_pairs, clustered
 
 from simdedup import BlockIndex, Document, Settings
 from simdedup import index as index_module
+from simdedup import verify as verify_module
 from simdedup.index import near_pair_arrays
 from simdedup.sketch import SKETCH
 from simdedup.verify import VerifyingDeduplicator
@@ -128,9 +129,11 @@ def test_a_large_verified_index_leaves_no_thread_behind_for_forked_workers() -> 
     # decide_many searches the head index in a thread once compiled loops serve the
     # index; the thread must end with the batch, since workers are forked later.
     texts = [" ".join(f"w{(i * 7 + j) % 500}" for j in range(40)) for i in range(300)]
-    before = threading.active_count()
-    with compiled_from_the_first_row():
+    with (
+        compiled_from_the_first_row(),
+        mock.patch.object(verify_module, "_beside", wraps=verify_module._beside) as made,
+    ):
         dd = VerifyingDeduplicator(Settings())
         decisions = dd.process([Document(str(i), t, b"") for i, t in enumerate(texts)])
-    assert len(decisions) == 300
-    assert threading.active_count() == before
+    assert len(decisions) == 300 and made.called  # the head index was searched beside
+    assert not [t for t in threading.enumerate() if t.name.startswith(verify_module.HEAD_THREAD)]
