@@ -1091,7 +1091,8 @@ def index_info(path: str, as_json: bool, top: int) -> None:
     stored = read_index(path)
     record = stored.fingerprint
     settings = stored.settings
-    buckets = key_buckets(stored.fingerprints, stored.bits, int(settings.get("distance", 3)), top)
+    distance = int(settings.get("distance", 3))
+    buckets = key_buckets(stored.fingerprints, stored.bits, distance, top)
     info = {
         "fingerprints": len(stored),
         "settings": settings,
@@ -1141,7 +1142,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         )
     else:
         lines.append("runs: 0")
-    layout = Layout.for_(stored.bits, int(settings.get("distance", 3)))
+    layout = Layout.for_(stored.bits, distance)
     lines.append(
         f"largest key buckets, per table ({layout.describe()}; rows sharing a key: "
         "a lookup compares every row of the buckets it meets):"

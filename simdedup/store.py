@@ -847,14 +847,18 @@ def key_buckets(fps: np.ndarray, bits: int, distance: int, top: int = 3) -> list
     out = []
     for key in layout.keys:
         blocks = tuple(layout.blocks[b] for b in key)
-        columns = np.stack([block_values(fps, start, width) for start, width in blocks], axis=1)
-        rows, counts = np.unique(columns, axis=0, return_counts=True)
+        table = KeyBuckets(blocks, 0, [])
+        if table.width <= 64:  # one uint64 key: a sort of n numbers
+            joined = np.zeros(len(fps), np.uint64)
+            for start, width in blocks:
+                joined = (joined << np.uint64(width)) | block_values(fps, start, width)
+            keys, counts = np.unique(joined, return_counts=True)
+            values = keys.tolist()
+        else:  # 128-bit fingerprints at distance 0: two 64-bit blocks
+            columns = np.stack([block_values(fps, start, width) for start, width in blocks], axis=1)
+            rows, counts = np.unique(columns, axis=0, return_counts=True)
+            values = [int(high) << blocks[1][1] | int(low) for high, low in rows.tolist()]
         order = np.argsort(-counts, kind="stable")[:top]
-        largest = []
-        for i in order.tolist():
-            joined = 0
-            for value, (_, width) in zip(rows[i].tolist(), blocks):
-                joined = joined << width | value
-            largest.append((joined, int(counts[i])))
-        out.append(KeyBuckets(blocks, len(counts), largest))
+        largest = [(values[i], int(counts[i])) for i in order.tolist()]
+        out.append(dataclasses.replace(table, distinct=len(counts), largest=largest))
     return out
