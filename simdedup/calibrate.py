@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .features import normalized
+from .features import normalized_many
 from .fingerprint import BATCH_SIZE, FeatureHasher, distance, normalized_batch_fingerprints
 from .settings import MAX_DISTANCE, Settings
 from .sketch import similarity, text_sketches
@@ -113,7 +113,7 @@ def _fingerprints_and_heads(
     fps: list[int | None] = []
     heads: list[int | None] = []
     for lo in range(0, len(texts), BATCH_SIZE):
-        norm = [normalized(t, settings) for t in texts[lo : lo + BATCH_SIZE]]
+        norm = normalized_many(texts[lo : lo + BATCH_SIZE], settings)
         batch_fps, _, batch_heads = normalized_batch_fingerprints(norm, settings, hasher, heads=True)
         fps += batch_fps
         heads += batch_heads

@@ -12,7 +12,7 @@ import logging
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from types import ModuleType
 from typing import Any
@@ -50,7 +50,50 @@ def normalize(text: str, fold: bool = True) -> str:
     traditional Chinese folded to simplified (opencc SCRIPT_FOLD)."""
     if text.isascii():  # O(1) in CPython: NFKC changes nothing and there is no Han
         return text.casefold()
-    text = unicodedata.normalize("NFKC", text).casefold()
+    return _normalize_unicode(text, fold)
+
+
+def normalize_many(texts: Sequence[str], fold: bool = True) -> list[str]:
+    """normalize() of each text, the same strings, faster on a batch of Chinese text.
+
+    Full-width ASCII forms (，：（）) are what keep most Chinese text from being NFKC
+    already, and NFKC is slow (about 90 ns a character). They are mapped to the ASCII
+    NFKC gives them first, in one numpy pass over the batch; NFKC of the result is NFKC
+    of the text (a character replaced by its own decomposition decomposes the same),
+    and most texts then pass NFKC's quick check and are not normalized again."""
+    out = [t.casefold() if t.isascii() else "" for t in texts]
+    other = [i for i, t in enumerate(texts) if not t.isascii()]
+    for i, t in zip(other, _half_width([texts[i] for i in other])):
+        out[i] = _normalize_unicode(t, fold)
+    return out
+
+
+def _half_width(texts: list[str]) -> list[str]:
+    """Each text with full-width ASCII forms (U+FF01-FF5E) and the ideographic space
+    (U+3000) replaced by the ASCII character that is their NFKC."""
+    if not texts:
+        return texts
+    # One code point per UTF-32 unit, so lengths and offsets carry over; surrogatepass
+    # keeps lone surrogates (from undecodable input) as they are.
+    codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype="<u4").copy()
+    wide = (codes - np.uint32(0xFF01)) <= np.uint32(0xFF5E - 0xFF01)
+    space = codes == 0x3000
+    if not (wide.any() or space.any()):
+        return texts
+    codes[wide] -= np.uint32(0xFF01 - 0x21)
+    codes[space] = 0x20
+    joined = codes.tobytes().decode("utf-32-le", "surrogatepass")
+    out, start = [], 0
+    for t in texts:
+        out.append(joined[start : start + len(t)])
+        start += len(t)
+    return out
+
+
+def _normalize_unicode(text: str, fold: bool) -> str:
+    if not unicodedata.is_normalized("NFKC", text):  # the quick check: ~1.5 ns a character
+        text = unicodedata.normalize("NFKC", text)
+    text = text.casefold()
     if not _HAN.search(text):
         return text
     text = _HAN_GAP.sub("", text)
@@ -94,14 +137,25 @@ def jieba_words(text: str) -> list[str]:
     (as words() makes them) on the text between the runs, in text order.
 
     Cutting Han runs only keeps the words of mixed text independent of how a segmenter
-    treats Latin letters, digits and underscores (jieba and jieba-rs differ there)."""
-    cut = _segmenter()
-    out: list[str] = []
-    for i, part in enumerate(_HAN_RUN.split(text)):
-        if i % 2:
-            out += cut(part)
-        elif part:
-            out += _WORD.findall(part)
+    treats Latin letters, digits and underscores (jieba and jieba-rs differ there).
+
+    The runs are cut in one call, joined by a newline: jieba cuts the blocks between
+    whitespace independently and returns the whitespace as a token of its own, so the
+    cut is each run's words with a newline between runs (a test checks this against
+    cutting run by run), at about half the cost of a call per run."""
+    parts = _HAN_RUN.split(text)
+    if len(parts) == 1:
+        return _WORD.findall(text)
+    cut = _segmenter()("\n".join(parts[1::2]))
+    out = _WORD.findall(parts[0])
+    start = 0
+    for gap in parts[2:-1:2]:
+        end = cut.index("\n", start)
+        out += cut[start:end]
+        out += _WORD.findall(gap)
+        start = end + 1
+    out += cut[start:]
+    out += _WORD.findall(parts[-1])
     return out
 
 
@@ -150,6 +204,11 @@ def shingles(tokens: list[str], n: int) -> list[str]:
 def normalized(text: str, settings: Settings) -> str:
     """The text as tokenize() sees it (every tokenizer, and the batch path, start here)."""
     return normalize(text, settings.fold)
+
+
+def normalized_many(texts: Sequence[str], settings: Settings) -> list[str]:
+    """normalized() of each text (normalize_many: the batch path)."""
+    return normalize_many(texts, settings.fold)
 
 
 def tokenize(text: str, settings: Settings) -> list[str]:

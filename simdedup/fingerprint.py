@@ -19,7 +19,7 @@ from .features import (
     Features,
     ascii_word_spans,
     has_chinese,
-    normalized,
+    normalized_many,
     tokens_of_normalized,
     weigh,
 )
@@ -192,7 +192,7 @@ def text_batch_fingerprints(
     extract(), with the common case (word or jieba tokens, term frequencies, xxh3-64)
     summed per token occurrence in numpy, and ASCII text tokenized and hashed there too,
     without a Python object per token."""
-    return normalized_batch_fingerprints([normalized(t, settings) for t in texts], settings, hashfunc)[0]
+    return normalized_batch_fingerprints(normalized_many(texts, settings), settings, hashfunc)[0]
 
 
 def normalized_batch_fingerprints(

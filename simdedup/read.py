@@ -12,6 +12,7 @@ import fnmatch
 import gzip
 import json
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
@@ -210,7 +211,28 @@ def _parse_record(
         what = "no" if body is None else f"a non-string ({type(body).__name__})"
         on_problem(Problem(where, "bad-record", f"{what} {options.text_field!r} field"))
         return None
-    return Document(doc_id, body, raw)
+    return Document(_unpaired(doc_id, where, on_problem), _unpaired(body, where, on_problem), raw)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unpaired(text: str, where: str, on_problem: OnProblem) -> str:
+    """A JSON string with an unpaired surrogate escape ("\\udcff") made valid text the
+    way invalid UTF-8 is: replaced by U+FFFD, and reported. No UTF-8 can encode it."""
+    if text.isascii():
+        return text
+    found = _SURROGATE.search(text)
+    if found is None:
+        return text
+    on_problem(
+        Problem(
+            where,
+            "invalid-utf8",
+            f"unpaired surrogate \\u{ord(found[0]):04x} at character {found.start() + 1}, replaced",
+        )
+    )
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _features(value: object) -> dict[str, float] | None:

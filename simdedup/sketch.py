@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .features import Features, has_chinese, normalize, normalized, words
+from .features import Features, has_chinese, normalize_many, normalized_many, words
 from .fingerprint import (
     FeatureHasher,
     HashFunc,
@@ -122,7 +122,7 @@ def shingle_hashes(texts: Sequence[str], fold: bool = True) -> tuple[np.ndarray,
     three words mixed by multiply-add. Either is then finalized (fmix64), so the bits
     are uniform for sketching. A text shorter than a shingle is one shingle.
     """
-    return shingles_of_units(*_units([normalize(t, fold) for t in texts]))
+    return shingles_of_units(*_units(normalize_many(texts, fold)))
 
 
 def sketches_of_normalized(norm: Sequence[str], known: Sequence[WordRuns] = ()) -> np.ndarray:
@@ -140,7 +140,7 @@ def fingerprints_and_sketches(
     (fingerprint.normalized_batch_fingerprints; None for short texts and features)."""
     texts = [i for i, w in enumerate(work) if isinstance(w, str)]
     if len(texts) == len(work):
-        norm = [normalized(t, settings) for t in work]  # type: ignore[arg-type]
+        norm = normalized_many(work, settings)  # type: ignore[arg-type]
         fps, known, heads = normalized_batch_fingerprints(norm, settings, hashfunc, heads=True)
         return fps, sketches_of_normalized(norm, known), heads
     # Rare: documents given as features beside texts. The texts are filled in below.

@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 
 from .dedup import Decision, Deduplicator, Ids
-from .features import normalized
+from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
 from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
 from .read import Document
@@ -455,7 +455,7 @@ def _heads_of(docs: Sequence[Document], settings: Settings, hashfunc: HashFunc) 
     """The head fingerprints of a batch's texts (None for documents given as features)."""
     heads: list[int | None] = [None] * len(docs)
     texts = [i for i, doc in enumerate(docs) if doc.features is None]
-    norm = [normalized(docs[i].text, settings) for i in texts]
+    norm = normalized_many([docs[i].text for i in texts], settings)
     for i, head in zip(texts, normalized_batch_fingerprints(norm, settings, hashfunc, heads=True)[2]):
         heads[i] = head
     return heads

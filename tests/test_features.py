@@ -76,6 +76,42 @@ _COMMON_HAN = (
 )
 
 
+# Characters where NFKC does something: full-width forms and the ideographic space
+# (mapped first on the batch path), compatibility ideographs, ligatures, combining
+# marks that compose with what precedes them, a lone surrogate (undecodable input).
+_NFKC_TRICKY = "ＡＺａｚ０９，．：（）！～\u3000\uff5f\uff00 \u00a0…︰﹔´ﬁ\u0301e\u0308\u212b豈聯我們軟體 a"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=_NFKC_TRICKY + _COMMON_HAN[:40], max_size=30), max_size=6), st.booleans())
+def test_normalize_many_gives_normalize_of_each_text(texts: list[str], fold: bool) -> None:
+    from simdedup.features import normalize_many
+
+    assert normalize_many(texts, fold) == [normalize(t, fold) for t in texts]
+    # and normalize() is what it always was: NFKC, case folding, the Han steps
+    for t in texts:
+        assert normalize(t, fold=False) == _plain_normalize(t)
+
+
+def test_normalize_many_keeps_a_lone_surrogate_in_text_without_han() -> None:
+    from simdedup.features import normalize_many
+
+    texts = ["ｘ\udcff…", "ok"]
+    assert normalize_many(texts) == [normalize(t) for t in texts] == ["x\udcff...", "ok"]
+
+
+def _plain_normalize(text: str) -> str:
+    import re
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return re.sub(
+        "(?<=[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])\\s+(?=[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])",
+        "",
+        text,
+    )
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=_COMMON_HAN, min_size=1, max_size=40))
 def test_rjieba_cuts_han_text_into_the_same_words_as_jieba(text: str) -> None:
@@ -84,6 +120,31 @@ def test_rjieba_cuts_han_text_into_the_same_words_as_jieba(text: str) -> None:
     from simdedup.features import jieba_words
 
     assert jieba_words(text) == jieba.lcut(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet=_COMMON_HAN, min_size=1, max_size=12),
+            st.text(alphabet="ab1_ ,.\n\t-", min_size=1, max_size=6),
+        ),
+        max_size=8,
+    )
+)
+def test_jieba_words_equal_each_han_run_cut_alone_with_words_between(pieces: list[str]) -> None:
+    """The one-call cut (runs joined by newlines) gives what cutting run by run gives."""
+    import re
+
+    import rjieba
+
+    from simdedup.features import jieba_words
+
+    text = "".join(pieces)
+    expected: list[str] = []
+    for i, part in enumerate(re.split("([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)", text)):
+        expected += rjieba.cut(part) if i % 2 else re.findall(r"\w+", part)
+    assert jieba_words(text) == expected
 
 
 def test_auto_uses_plain_words_without_chinese() -> None:

@@ -77,6 +77,18 @@ def test_invalid_utf8_is_replaced_reported_and_kept_raw(tmp_path: Path) -> None:
     assert [(p.where, p.kind) for p in problems] == [(f"{f}:1", "invalid-utf8")]
 
 
+def test_an_unpaired_surrogate_escape_in_json_is_replaced_and_reported(tmp_path: Path) -> None:
+    # json.loads gives a str no UTF-8 can encode; fingerprinting (opencc, xxh3) needs UTF-8.
+    f = tmp_path / "s.jsonl"
+    f.write_text(
+        '{"text": "\u4e00\u4e8c\\udcff", "id": "a\\ud800"}\n{"text": "\\ud83d\\ude00 ok"}\n', encoding="utf-8"
+    )
+    docs, problems = read([str(f)], ReadOptions(jsonl=True))
+    assert [(d.id, d.text) for d in docs] == [("a\ufffd", "一二\ufffd"), (f"{f}:2", "\U0001f600 ok")]
+    assert [(p.where, p.kind) for p in problems] == [(f"{f}:1", "invalid-utf8")] * 2
+    assert "unpaired surrogate \\udcff at character 3" in problems[1].message
+
+
 def test_a_missing_path_and_an_empty_file_are_problems(tmp_path: Path) -> None:
     (tmp_path / "empty.txt").write_bytes(b"")
     docs, problems = read([str(tmp_path / "nope.txt"), str(tmp_path / "empty.txt")])
