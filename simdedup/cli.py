@@ -42,7 +42,7 @@ from .report import (
     UniqueWriter,
     format_for,
 )
-from .settings import HEAD_TOKENS, MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings
+from .settings import HEAD_SPEC, HEAD_TOKENS, MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings
 from .sketch import SKETCH, SKETCH_SPEC, fingerprints_and_sketches, similarity
 from .status import ExitStatus, SimdedupError
 from .store import (
@@ -627,8 +627,8 @@ def _finish(
     if isinstance(dd, VerifyingDeduplicator):
         messages.detail(
             f"verification: estimated Jaccard >= {dd.min_jaccard:g} from {SKETCH.nbytes}-byte sketches "
-            f"({SKETCH_SPEC}); candidates also from {len(dd.head_index):,} head fingerprints (first "
-            f"{HEAD_TOKENS} tokens); {dd.sketch_bytes():,} bytes held"
+            f"({SKETCH_SPEC}); candidates also from {len(dd.head_index):,} head fingerprints ("
+            f"{HEAD_SPEC}); {dd.sketch_bytes():,} bytes held"
         )
     else:
         messages.detail("verification: off (--no-verify): matches are decided on the fingerprint alone")
@@ -875,8 +875,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     Jaccard similarity, unshared features.
 
     Each FILE is one whole document. Exits 0 when the two are near-duplicates as scan
-    decides (within the distance, or their first 32 tokens within it, and with
-    --verify's Jaccard), 1 when they are not.
+    decides (within the distance, or their heads within it: 32 tokens from the smallest
+    token hash; and with --verify's Jaccard), 1 when they are not.
 
     \b
     Examples:
@@ -960,7 +960,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             f"b           {result['b']['fingerprint']}  {names[1]} ({len(features[1])} features)",
             f"distance    {d} of {settings.bits} bits (k = {settings.distance}): "
             + ("within k" if d <= settings.distance else "beyond k"),
-            f"heads       {heads} (fingerprints of the first {HEAD_TOKENS} tokens)",
+            f"heads       {heads} (fingerprints of {HEAD_SPEC})",
             f"similarity  {result['similarity']:.4f}",
             f"jaccard     {jaccard:.4f} of shingles, estimated; {checked}",
             f"blocks      {blocks} of {len(settings.blocks)} agree",

@@ -202,8 +202,8 @@ def normalized_batch_fingerprints(
     it summed, for the verification sketches (sketch.sketches_of_normalized) to reuse:
     runs for the texts without Han characters, whose tokens are their \\w+ words hashed
     by xxh3-64 (none on the general path: other settings or hash function); and with
-    `heads`, each text's head fingerprint: the fingerprint of its first HEAD_TOKENS
-    tokens, None for a text of that many or fewer (else an empty list)."""
+    `heads`, each text's head fingerprint: the fingerprint of its head_window() of
+    tokens, None for a text of HEAD_TOKENS tokens or fewer (else an empty list)."""
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     if not _occurrence_path(settings, hashfunc):
         tokens = [tokens_of_normalized(t, settings) for t in norm]
@@ -212,7 +212,7 @@ def normalized_batch_fingerprints(
             return fps, [], []
         long = [i for i, t in enumerate(tokens) if len(t) > HEAD_TOKENS]
         head_fps: list[int | None] = [None] * len(norm)
-        heads_of_long = [weigh(tokens[i][:HEAD_TOKENS], settings) for i in long]
+        heads_of_long = [weigh(head_window(tokens[i], hashfunc), settings) for i in long]
         found = fingerprint_batch(heads_of_long, settings.bits, hashfunc)
         for i, fp in zip(long, found):
             head_fps[i] = fp
@@ -252,14 +252,41 @@ def normalized_batch_fingerprints(
     return fps, runs, head_fps
 
 
+def head_window(tokens: list[str], hashfunc: HashFunc) -> list[str]:
+    """A document's head: the HEAD_TOKENS tokens from the one with the smallest feature
+    hash among those with HEAD_TOKENS - 1 tokens after them (ties: the earliest).
+
+    An edit moves the window only if it changes which token that is: a header or footer
+    added or removed, or an end cut off, leaves it where it was unless the smallest hash
+    is in the part edited, which is about as likely as that part's share of the text."""
+    many = getattr(hashfunc, "many", None)
+    hashes = many(tokens) if many is not None else [hashfunc(t) for t in tokens]
+    starts = range(len(tokens) - HEAD_TOKENS + 1)
+    start = min(starts, key=hashes.__getitem__)  # min() keeps the first of equal keys
+    return tokens[start : start + HEAD_TOKENS]
+
+
+def head_starts(hashes: np.ndarray, first: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """head_window()'s start in each run of token hashes: runs[i] is hashes[first[i]:
+    first[i] + counts[i]], each longer than HEAD_TOKENS; positions into `hashes`."""
+    span = counts - HEAD_TOKENS + 1  # the starts a window can have in each run
+    span_first = np.cumsum(span) - span
+    local = np.arange(int(span.sum())) - np.repeat(span_first, span)
+    candidates = hashes[np.repeat(first, span) + local]
+    smallest = np.repeat(np.minimum.reduceat(candidates, span_first), span)
+    at = np.flatnonzero(candidates == smallest)
+    # The first candidate equal to its run's smallest: the earliest of equal hashes.
+    return first + local[at[np.searchsorted(at, span_first)]]
+
+
 def occurrence_head_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int | None]:
-    """occurrence_fingerprints() of each run's first HEAD_TOKENS hashes; None for a run
-    of HEAD_TOKENS or fewer (its head is the whole document)."""
+    """occurrence_fingerprints() of each run's head_window() of hashes; None for a run
+    of HEAD_TOKENS or fewer (its head would be the whole document)."""
     long = counts > HEAD_TOKENS
     out: list[int | None] = [None] * len(counts)
     if not long.any():
         return out
-    first = (np.cumsum(counts) - counts)[long]
+    first = head_starts(hashes, (np.cumsum(counts) - counts)[long], counts[long])
     take = (first[:, None] + np.arange(HEAD_TOKENS)).ravel()
     found = occurrence_fingerprints(hashes[take], np.full(len(first), HEAD_TOKENS, np.intp))
     for i, fp in zip(np.flatnonzero(long).tolist(), found):

@@ -23,11 +23,18 @@ BIT_WIDTHS: tuple[int, ...] = (64, 128)
 MAX_DISTANCE = 16
 #: The default minimum Jaccard similarity (estimated from sketches) of a verified match.
 MIN_JACCARD = 0.8
-#: Verification's second candidate source: a fingerprint of each document's first this
-#: many tokens (its "head"), searched within the same distance. It finds copies that
-#: were truncated, or that gained or lost a header, whose whole fingerprints moved
-#: (benchmarks/quality.md). Documents with this many tokens or fewer have no head.
+#: Verification's second candidate source: a fingerprint of this many consecutive tokens
+#: of each document (its "head"), searched within the same distance. The window starts
+#: at the token with the smallest feature hash among those with HEAD_TOKENS - 1 tokens
+#: after them (ties: the earliest), so it stays put when the document is cut short or
+#: gains or loses a header or a footer, unless the edit holds the start, and it finds
+#: such copies, whose whole fingerprints moved (benchmarks/quality.md). Documents with
+#: this many tokens or fewer have no head.
 HEAD_TOKENS = 32
+#: What a head covers, as index files record it (store.py): heads of another kind
+#: (files written before the anchored window hold heads of the first 32 tokens) are
+#: not read.
+HEAD_SPEC = f"{HEAD_TOKENS} tokens from the smallest token hash"
 #: A head within the distance of more than this many kept heads is boilerplate (the
 #: navigation every page of a site starts with): it finds no candidates and is not kept.
 HEAD_CROWD = 64

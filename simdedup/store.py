@@ -30,7 +30,7 @@ import xxhash
 from .dedup import Deduplicator, Ids
 from .features import SCRIPT_FOLD
 from .index import Layout
-from .settings import FINGERPRINT_SPEC_VERSION, HEAD_TOKENS, Settings
+from .settings import FINGERPRINT_SPEC_VERSION, HEAD_SPEC, Settings
 from .sketch import SKETCH_SPEC
 from .status import (
     IndexCorruptError,
@@ -387,8 +387,8 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
         "count": len(index),
         "fingerprint": index.fingerprint,
         "sketch": index.sketch if index.sketches is not None else None,
-        # What a row's head fingerprint covers (settings.HEAD_TOKENS), when rows have one.
-        "heads": f"first {HEAD_TOKENS} tokens" if index.heads is not None else None,
+        # What a row's head fingerprint covers (settings.HEAD_SPEC), when rows have one.
+        "heads": HEAD_SPEC if index.heads is not None else None,
         "runs": index.runs,
         "arrays": [
             {"name": name, "dtype": dtype.str, "shape": list(a.shape)}
@@ -565,7 +565,9 @@ def read_index(path: str | os.PathLike[str]) -> StoredIndex:
         if header.get("sketch") is not None:
             index.sketches, index.sketched = arrays["sketches"], arrays["sketched"]
             index.sketch = str(header["sketch"])
-        if header.get("heads"):
+        # Heads of another kind (the first 32 tokens, before the anchored window) would
+        # not match this version's: their rows are read as rows without a head.
+        if header.get("heads") == HEAD_SPEC:
             index.heads, index.headed = arrays["heads"].astype(np.uint64, copy=False), arrays["headed"]
         index._check()
     except (ValueError, KeyError, TypeError) as e:

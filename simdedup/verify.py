@@ -35,12 +35,13 @@ class VerifyingDeduplicator(Deduplicator):
     (ties: the nearest fingerprint, then the earliest row). None verified: kept.
 
     Candidates come from two places: kept documents whose fingerprint is within the
-    distance, and kept documents whose head fingerprint (of the first HEAD_TOKENS tokens,
-    settings.HEAD_TOKENS) is within the distance of this document's head. Heads find
-    copies that were truncated or gained or lost a header, whose whole fingerprints
-    moved; a head candidate is a duplicate only if verified. A head within the distance
-    of more than HEAD_CROWD kept heads is boilerplate (a site's navigation): it gives no
-    candidates and is not kept, which bounds the work any one head can cause.
+    distance, and kept documents whose head fingerprint (of HEAD_TOKENS tokens from the
+    one with the smallest hash, fingerprint.head_window) is within the distance of this
+    document's head. Heads find copies that were truncated or gained or lost a header or
+    a footer, whose whole fingerprints moved; a head candidate is a duplicate only if
+    verified. A head within the distance of more than HEAD_CROWD kept heads is
+    boilerplate (a site's navigation): it gives no candidates and is not kept, which
+    bounds the work any one head can cause.
 
     Memory: `sketcher.nbytes` + 1 bytes per row (257 with the default sketch), in arrays
     that grow by half again when full; for each row with a head, a second BlockIndex

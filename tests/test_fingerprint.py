@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 import pickle
+import random
 import subprocess
 import sys
 
+import numpy as np
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from simdedup import FeatureHasher, Settings, extract, fingerprint_batch, finger
 from simdedup.dedup import dedup
 from simdedup.fingerprint import text_batch_fingerprints
 from simdedup.read import Document
+from simdedup.settings import HEAD_TOKENS
 
 feature_sets = st.dictionaries(
     st.text(min_size=1, max_size=8),
@@ -153,3 +156,41 @@ def test_the_vectorized_xxh3_equals_xxhash_at_every_length() -> None:
     ends = np.cumsum([len(p) for p in pieces])
     got = hash_spans(b"".join(pieces), ends - [len(p) for p in pieces], ends).tolist()
     assert got == [xxhash.xxh3_64_intdigest(p) for p in pieces]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(HEAD_TOKENS + 1, HEAD_TOKENS + 40), min_size=1, max_size=6),
+    st.integers(1, 2**64 - 1),
+    st.randoms(use_true_random=False),
+)
+def test_head_starts_are_head_window_starts(counts: list[int], top: int, rnd: random.Random) -> None:
+    """The vectorized anchor (numpy, batch) is head_window()'s (Python, one text),
+    equal hashes included: the earliest of them."""
+    from simdedup.fingerprint import head_starts, head_window
+
+    hashes = np.array([rnd.randint(0, top) for _ in range(sum(counts))], np.uint64)
+    first = np.cumsum(counts) - counts
+    starts = head_starts(hashes, first, np.array(counts))
+    for f, n, start in zip(first.tolist(), counts, starts.tolist()):
+        tokens = [str(h) for h in hashes[f : f + n].tolist()]
+        window = head_window(tokens, lambda t: int(t))
+        assert tokens[start - f : start - f + HEAD_TOKENS] == window
+        assert start - f == min(range(n - HEAD_TOKENS + 1), key=lambda i: (hashes[f + i], i))
+
+
+def test_a_head_stays_put_when_the_text_gains_a_header_or_loses_its_end() -> None:
+    """The window starts at the smallest word hash it may start at: words added before
+    it, or cut after it, leave it where it was."""
+    from simdedup.fingerprint import normalized_batch_fingerprints
+
+    body = [f"b{i}" for i in range(100)]
+    hashes = [xxhash.xxh3_64_intdigest(w.encode()) for w in body]
+    anchor = min(range(len(body) - HEAD_TOKENS + 1), key=hashes.__getitem__)
+    larger = (f"nav{i}" for i in range(400) if xxhash.xxh3_64_intdigest(f"nav{i}".encode()) > hashes[anchor])
+    header = list(larger)[:20]
+    texts = [" ".join(body), " ".join(header + body), " ".join(body[: anchor + HEAD_TOKENS])]
+    heads = normalized_batch_fingerprints(texts, Settings(), heads=True)[2]
+    assert heads[0] is not None and heads == [heads[0]] * 3
+    fps = fingerprint_texts(texts)
+    assert all((fps[0] ^ fp).bit_count() > 0 for fp in fps[1:])  # the whole fingerprints moved

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from simdedup import FeatureHasher, Settings
 from simdedup.features import has_chinese, normalize, tokenize, weigh, words
-from simdedup.fingerprint import fingerprint_batch, fingerprint_work
+from simdedup.fingerprint import fingerprint_batch, fingerprint_work, head_window
 from simdedup.settings import HEAD_TOKENS
 from simdedup.sketch import (
     SKETCH_BYTES,
@@ -199,11 +199,12 @@ def test_one_pass_gives_the_fingerprints_sketches_and_heads_of_three(work: list,
     texts = [w if isinstance(w, str) else "" for w in work]  # features: no sketch
     assert sketches.tobytes() == text_sketches(texts, s.fold).tobytes()
     assert sketches.shape == (len(work), SKETCH_BYTES)
-    # A head is the fingerprint of the first HEAD_TOKENS tokens' features, for texts
-    # with more tokens than that; none for the rest and for documents given as features.
+    # A head is the fingerprint of the features of the text's head_window(), for texts
+    # with more tokens than HEAD_TOKENS; none for the rest and for documents given as features.
     tokens = [tokenize(w, s) if isinstance(w, str) else [] for w in work]
+    hasher = FeatureHasher(s.bits, s.seed)
     expected = [
-        fingerprint_batch([weigh(t[:HEAD_TOKENS], s)], s.bits, FeatureHasher(s.bits, s.seed))[0]
+        fingerprint_batch([weigh(head_window(t, hasher), s)], s.bits, hasher)[0]
         if len(t) > HEAD_TOKENS
         else None
         for t in tokens

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from exact import exact_shingles as shingle_hashes
-from exact import jaccard
+from exact import head_of_words, jaccard
 
 from simdedup import Document, Settings, dedup
 from simdedup import index as index_module
@@ -240,11 +240,9 @@ def test_cli_index_query_verifies_like_scan(tmp_path: Path) -> None:
 
 
 def head_of(doc: Document) -> int | None:
-    """A document's head fingerprint, by its definition: the fingerprint of its first
-    HEAD_TOKENS tokens (tests use lowercase ASCII words); None for short texts."""
-    if doc.features is not None or len(doc.text.split()) <= HEAD_TOKENS:
-        return None
-    return fingerprint_texts([" ".join(doc.text.split()[:HEAD_TOKENS])])[0]
+    """A document's head fingerprint, by its definition (exact.head_of_words; tests use
+    lowercase ASCII words); None for short texts and documents given as features."""
+    return None if doc.features is not None else head_of_words(doc.text)
 
 
 def one_at_a_time(
@@ -360,7 +358,8 @@ def test_seeded_decisions_equal_deciding_each_document_against_every_kept_row(
 # ---------------------------------------------------------------- heads
 
 
-HEADER = " ".join(f"nav{i}" for i in range(HEAD_TOKENS + 4))  # a site's navigation
+# A site's navigation, long enough that a page of it and a few words has its head in it.
+HEADER = " ".join(f"nav{i}" for i in range(2 * HEAD_TOKENS))
 BODY = " ".join(f"b{i}" for i in range(150))
 
 
@@ -386,6 +385,7 @@ def test_a_shared_header_alone_makes_no_duplicate() -> None:
 def test_a_crowded_head_gives_no_candidates_and_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(verify_module, "HEAD_CROWD", 3)
     pages = [HEADER + " " + " ".join(f"p{n}w{i}" for i in range(12)) for n in range(10)]
+    assert len({head_of_words(page) for page in pages}) == 1  # the navigation's
     dd = VerifyingDeduplicator(Settings())
     assert [d.status for d in dd.process(docs(*pages))] == ["unique"] * 10
     assert len(dd.head_index) == 4  # the first four; the rest met more than 3 kept heads
