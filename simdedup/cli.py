@@ -608,6 +608,12 @@ def _finish(
         status = ExitStatus.OK
     if interrupted:
         messages.info("interrupted: the outputs hold every document decided so far")
+    if session is not None and session.dropped_heads:
+        messages.info(
+            f"index {session.path}: {session.dropped_heads:,} stored head fingerprints were made "
+            "by an older simdedup (the first 32 tokens) and are not used: those rows still "
+            "match on their fingerprints and sketches, not on heads"
+        )
     if session is not None:
         messages.info(
             f"index {session.path}: {session.loaded:,} fingerprints from earlier runs, "

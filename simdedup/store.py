@@ -237,6 +237,8 @@ class StoredIndex:
     #: uint8 1 where a row has one; None when no row has one.
     heads: np.ndarray | None = None
     headed: np.ndarray | None = None
+    #: Rows whose stored heads were of another kind (settings.HEAD_SPEC) and not read.
+    dropped_heads: int = 0
 
     def __len__(self) -> int:
         return len(self.fingerprints)
@@ -569,6 +571,8 @@ def read_index(path: str | os.PathLike[str]) -> StoredIndex:
         # not match this version's: their rows are read as rows without a head.
         if header.get("heads") == HEAD_SPEC:
             index.heads, index.headed = arrays["heads"].astype(np.uint64, copy=False), arrays["headed"]
+        elif header.get("heads"):
+            index.dropped_heads = int(np.count_nonzero(arrays["headed"]))
         index._check()
     except (ValueError, KeyError, TypeError) as e:
         raise _corrupt(path, str(e)) from e
@@ -655,6 +659,8 @@ class IndexSession:
         self.run_name = run_name or self.started
         self.loaded = 0
         self.saved = 0
+        #: Stored rows whose heads were of an older kind, not read (StoredIndex.dropped_heads).
+        self.dropped_heads = 0
         self._stored: StoredIndex | None = None
         self._run_rows = np.empty(0, np.uint32)
         self._runs: list[dict[str, Any]] = []
@@ -683,6 +689,7 @@ class IndexSession:
                 self._stored = stored
                 self._run_rows, self._runs, self._created = stored.run_rows, stored.runs, stored.created
                 self.loaded = len(stored)
+                self.dropped_heads = stored.dropped_heads
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise

@@ -100,6 +100,24 @@ def test_scan_checks_documents_against_earlier_runs_and_names_the_run(
     assert snapshot(read_index(index))[2] == ["monday"] * 6 + ["tuesday"] * 2
 
 
+def test_heads_of_an_older_kind_are_named_and_not_used(
+    tmp_path: Path, day1: Path, day2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simdedup.store as store
+
+    path = tmp_path / "old.sdx"
+    with monkeypatch.context() as m:  # an index written when heads were the first 32 tokens
+        m.setattr(store, "HEAD_SPEC", "first 32 tokens")
+        assert run("scan", str(day1), "--index", str(path)).exit_code == 0
+    result = run("scan", str(day2), "--index", str(path))
+    assert result.exit_code == 0
+    assert f"index {path}: 6 stored head fingerprints were made by an older simdedup" in result.stderr
+    assert [r["status"] for r in tsv(result.stdout)] == ["kept", "duplicate", "kept", "duplicate"]
+    stored = read_index(path)  # saved with this simdedup's heads: the new rows' only
+    assert stored.headed is not None and stored.headed.tolist() == [0] * 6 + [1, 1]
+    assert "older simdedup" not in run("scan", str(day2), "--index", str(path)).stderr
+
+
 def test_duplicates_within_one_run_name_that_run(index: Path, tmp_path: Path) -> None:
     new = texts(1, seed=3)[0]
     lines = write_lines(tmp_path / "day2.txt", [new, new.upper()])
