@@ -856,8 +856,7 @@ def key_buckets(fps: np.ndarray, bits: int, distance: int, top: int = 3) -> list
     out = []
     for key in layout.keys:
         blocks = tuple(layout.blocks[b] for b in key)
-        table = KeyBuckets(blocks, 0, [])
-        if table.width <= 64:  # one uint64 key: a sort of n numbers
+        if sum(width for _, width in blocks) <= 64:  # one uint64 key: a sort of n numbers
             joined = np.zeros(len(fps), np.uint64)
             for start, width in blocks:
                 joined = (joined << np.uint64(width)) | block_values(fps, start, width)
@@ -869,5 +868,5 @@ def key_buckets(fps: np.ndarray, bits: int, distance: int, top: int = 3) -> list
             values = [int(high) << blocks[1][1] | int(low) for high, low in rows.tolist()]
         order = np.argsort(-counts, kind="stable")[:top]
         largest = [(values[i], int(counts[i])) for i in order.tolist()]
-        out.append(dataclasses.replace(table, distinct=len(counts), largest=largest))
+        out.append(KeyBuckets(blocks, len(counts), largest))
     return out
