@@ -163,6 +163,123 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
+def runs_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """starts[0], starts[0] + 1, ... (lengths[0] of them), then the same for run 1, ..."""
+    total = int(lengths.sum())
+    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.repeat(starts, lengths) + np.arange(total) - offsets
+
+
+def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, ends): the texts' code points one after another (UTF-32, so one unit a
+    code point; surrogatepass keeps lone surrogates) and where each text ends."""
+    ends = np.cumsum(np.fromiter(map(len, texts), np.intp, len(texts)))
+    codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), "<u4")
+    return codes, ends
+
+
+def _is_han(codes: np.ndarray) -> np.ndarray:
+    """_HAN_CLASS, code point by code point."""
+    in_range = np.zeros(len(codes), bool)
+    for low, high in ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF)):
+        in_range |= (codes - np.uint32(low)) <= np.uint32(high - low)
+    return in_range
+
+
+class _CharacterClass:
+    """A regex character class, code point by code point: the regex engine itself is
+    asked about each code point the first time it is seen (2.2 MB of tables, once)."""
+
+    def __init__(self, pattern: str) -> None:
+        self._pattern = re.compile(pattern)
+        self._seen = np.zeros(0x110000, bool)
+        self._member = np.zeros(0x110000, bool)
+
+    def __call__(self, codes: np.ndarray) -> np.ndarray:
+        new = np.unique(codes[~self._seen[codes]])
+        if len(new):
+            found = (self._pattern.match(chr(c)) is not None for c in new.tolist())
+            self._member[new] = np.fromiter(found, bool, len(new))
+            self._seen[new] = True
+        return self._member[codes]
+
+
+_WORD_CHARACTER = _CharacterClass(r"\w")
+
+
+def word_characters(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, counts): the code points of every text's \\w characters, in text order,
+    one text after another, and how many each text has: "".join(words(t)) for each t."""
+    codes, ends = _code_points(texts)
+    word = _WORD_CHARACTER(codes)
+    before = np.concatenate([[0], np.cumsum(word)])
+    return codes[word], np.diff(before[np.concatenate([[0], ends])])
+
+
+def _spans(mask: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, lengths) of the runs of True in mask, cut where a text ends."""
+    n = len(mask)
+    boundary = np.zeros(n + 1, bool)
+    boundary[ends] = True  # ends[-1] == n
+    boundary[0] = True
+    before = np.zeros(n, bool)
+    before[1:] = mask[:-1]
+    after = np.zeros(n, bool)
+    after[:-1] = mask[1:]
+    starts = np.flatnonzero(mask & (~before | boundary[:n]))
+    stops = np.flatnonzero(mask & (~after | boundary[1:])) + 1
+    return starts, stops - starts
+
+
+def _joined(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, sep: str) -> str:
+    """The runs' text, one separator between runs."""
+    picked = codes[runs_index(starts, lengths)]
+    if len(starts) > 1:
+        picked = np.insert(picked, np.cumsum(lengths)[:-1], np.uint32(ord(sep)))
+    return picked.tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def jieba_words_many(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """(tokens, counts): jieba_words() of every text, one list after another, and how
+    many tokens each text has; the same tokens, found for the whole batch at once."""
+    pool, order, counts = jieba_word_pool(texts)
+    return list(map(pool.__getitem__, order.tolist())), counts
+
+
+def jieba_word_pool(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(pool, order, counts): jieba_words_many() as the strings the segmenter and one
+    str.split made (pool) and the indexes into them in text order, so that a caller can
+    hash the pool and reorder the hashes in numpy instead of the strings in Python.
+
+    The Han runs and the \\w runs between them are found in numpy over the batch's code
+    points. All the Han runs are cut in one call, joined by newlines as jieba_words()
+    does; a newline is a token of its own, so the token that starts where a newline was
+    put is that newline, and order skips it."""
+    codes, ends = _code_points(texts)
+    han = _is_han(codes)
+    han_starts, han_lengths = _spans(han, ends)
+    word_starts, word_lengths = _spans(~han & _WORD_CHARACTER(codes), ends)
+    pool: list[str] = []
+    per_run = firsts = np.zeros(0, np.intp)
+    if len(han_starts):
+        pool = _segmenter()(_joined(codes, han_starts, han_lengths, "\n"))
+        lengths = np.fromiter(map(len, pool), np.intp, len(pool))
+        put_at = np.cumsum(han_lengths + 1)[:-1] - 1  # the newlines, in the joined text
+        newline = np.zeros(len(pool), bool)
+        newline[np.searchsorted(np.cumsum(lengths) - lengths, put_at)] = True
+        per_run = np.bincount(np.cumsum(newline)[~newline], minlength=len(han_starts))
+        firsts = np.concatenate([[0], np.flatnonzero(newline) + 1])
+    if len(word_starts):
+        firsts = np.concatenate([firsts, len(pool) + np.arange(len(word_starts))])
+        pool += _joined(codes, word_starts, word_lengths, " ").split(" ")
+    starts = np.concatenate([han_starts, word_starts])
+    sizes = np.concatenate([per_run, np.ones(len(word_starts), np.intp)])
+    order = np.argsort(starts, kind="stable")  # the two kinds of run, in text order
+    text = np.searchsorted(ends, starts[order], side="right")
+    counts = np.bincount(text, weights=sizes[order], minlength=len(texts)).astype(np.intp)
+    return pool, runs_index(firsts[order], sizes[order]), counts
+
+
 # Bytes that \w matches in ASCII text: in a str that is all ASCII, \w+ is [0-9A-Za-z_]+.
 _ASCII_WORD = np.zeros(256, dtype=bool)
 _ASCII_WORD[list(b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")] = True

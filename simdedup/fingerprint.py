@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import islice
+from itertools import chain, islice
 
 import numpy as np
 import xxhash
@@ -19,9 +19,11 @@ from .features import (
     Features,
     ascii_word_spans,
     has_chinese,
+    jieba_word_pool,
     normalized_many,
     tokens_of_normalized,
     weigh,
+    words,
 )
 from .settings import HEAD_TOKENS, Settings
 from .xxh3 import hash_spans
@@ -231,13 +233,13 @@ def normalized_batch_fingerprints(
     ascii_rows = [i for i, t in enumerate(norm) if t.isascii()]
     if len(ascii_rows) < len(norm):
         other = [i for i, t in enumerate(norm) if not t.isascii()]
-        tokens: list[str] = []
-        counts = np.empty(len(other), dtype=np.intp)
-        for k, i in enumerate(other):
-            doc_tokens = tokens_of_normalized(norm[i], settings)
-            counts[k] = len(doc_tokens)
-            tokens += doc_tokens
-        hashes = np.array(hashfunc.many(tokens), dtype=np.uint64)  # type: ignore[attr-defined]
+        if settings.tokenizer == "auto":  # jieba words, or \w+ words where there is no Han
+            pool, order, counts = jieba_word_pool([norm[i] for i in other])
+            hashes = np.array(hashfunc.many(pool), dtype=np.uint64)[order]  # type: ignore[attr-defined]
+        else:
+            tokens = [words(norm[i]) for i in other]
+            counts = np.fromiter(map(len, tokens), np.intp, len(tokens))
+            hashes = np.array(hashfunc.many(list(chain.from_iterable(tokens))), dtype=np.uint64)  # type: ignore[attr-defined]
         put(other, hashes, counts)
         # Without Han characters both tokenizers ("auto", "words") give the \w+ words.
         wordy = np.array([not has_chinese(norm[i]) for i in other], dtype=bool)

@@ -14,11 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Protocol
 
 import numpy as np
 
-from .features import Features, has_chinese, normalize_many, normalized_many, words
+from .features import (
+    Features,
+    has_chinese,
+    normalize_many,
+    normalized_many,
+    runs_index,
+    word_characters,
+    words,
+)
 from .fingerprint import (
     FeatureHasher,
     HashFunc,
@@ -46,13 +55,6 @@ _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 _FMIX = (np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53))
 _U = {n: np.uint64(n) for n in (21, 33, 42)}
 _EMPTY = np.uint16(0xFFFF)  # a bin without shingles
-
-
-def _runs(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """starts[0], starts[0] + 1, ... (lengths[0] of them), then the same for run 1, ..."""
-    total = int(lengths.sum())
-    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return np.repeat(starts, lengths) + np.arange(total) - offsets
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:
@@ -86,31 +88,22 @@ def _units(norm: Sequence[str], known: Sequence[WordRuns] = ()) -> tuple[np.ndar
         hashes, counts[ascii_rows] = ascii_word_hashes([norm[i] for i in ascii_rows])
         parts.append((ascii_rows, hashes))
     other = [i for i in rest if not norm[i].isascii()]
-    if other:
-        tokens: list[str] = []
-        han: list[str] = []
-        for i in other:
-            doc_words = words(norm[i])
-            if has_chinese(norm[i]):
-                chinese[i] = True
-                joined = "".join(doc_words)
-                han.append(joined)
-                counts[i] = len(joined)
-            else:
-                tokens += doc_words
-                counts[i] = len(doc_words)
-        words_rows = [i for i in other if not chinese[i]]
-        if words_rows:
-            parts.append((words_rows, np.array(_WORD_HASHES.many(tokens), np.uint64)))
-        if han:
-            points = np.frombuffer("".join(han).encode("utf-32-le"), np.uint32).astype(np.uint64)
-            parts.append(([i for i in other if chinese[i]], points))
+    chinese_rows = [i for i in other if has_chinese(norm[i])]
+    chinese[chinese_rows] = True
+    words_rows = [i for i in other if not chinese[i]]
+    if words_rows:
+        tokens = [words(norm[i]) for i in words_rows]
+        counts[words_rows] = list(map(len, tokens))
+        parts.append((words_rows, np.array(_WORD_HASHES.many(list(chain.from_iterable(tokens))), np.uint64)))
+    if chinese_rows:
+        points, counts[chinese_rows] = word_characters([norm[i] for i in chinese_rows])
+        parts.append((chinese_rows, points.astype(np.uint64)))
     if len(parts) == 1 and len(parts[0][0]) == n:
         return parts[0][1], counts, chinese
     first = np.cumsum(counts) - counts
     units = np.empty(int(counts.sum()), np.uint64)
     for rows, values in parts:
-        units[_runs(first[rows], counts[rows])] = values
+        units[runs_index(first[rows], counts[rows])] = values
     return units, counts, chinese
 
 
@@ -182,7 +175,7 @@ def shingles_of_units(
             runs = a * _MIX[0] + b * _MIX[1] + c
         else:
             runs = np.where(np.repeat(chinese, counts), _packed(a, b, c), a * _MIX[0] + b * _MIX[1] + c)
-        return _fmix64(runs[_runs(first, shingles)]), shingles
+        return _fmix64(runs[runs_index(first, shingles)]), shingles
 
 
 def _packed(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:

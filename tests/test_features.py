@@ -78,8 +78,11 @@ _COMMON_HAN = (
 
 # Characters where NFKC does something: full-width forms and the ideographic space
 # (mapped first on the batch path), compatibility ideographs, ligatures, combining
-# marks that compose with what precedes them, a lone surrogate (undecodable input).
-_NFKC_TRICKY = "ＡＺａｚ０９，．：（）！～\u3000\uff5f\uff00 \u00a0…︰﹔´ﬁ\u0301e\u0308\u212b豈聯我們軟體 a"
+# marks that compose with what precedes them, a lone surrogate (undecodable input),
+# whitespace of several kinds.
+_NFKC_TRICKY = (
+    "ＡＺａｚ０９，．：（）！～\u3000\uff5f\uff00 \u00a0…︰﹔´ﬁ\u0301e\u0308\u212b豈聯我們軟體 a\n\t\u2003"
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -145,6 +148,34 @@ def test_jieba_words_equal_each_han_run_cut_alone_with_words_between(pieces: lis
     for i, part in enumerate(re.split("([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)", text)):
         expected += rjieba.cut(part) if i % 2 else re.findall(r"\w+", part)
     assert jieba_words(text) == expected
+
+
+# Han (common, an unassigned compatibility ideograph, extension B), Latin, digits,
+# underscores, kana, an accented letter, full-width and ASCII punctuation, whitespace,
+# an emoji and a lone surrogate: every kind of boundary jieba_words() draws.
+_MIXED = _COMMON_HAN[:20] + "\ufa6e\U00020000ab1_ \u3042\u00e9,\uff0c.\n\t-\U0001f600\udc80"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=_MIXED, max_size=30), max_size=6))
+def test_jieba_words_of_a_batch_are_each_texts_jieba_words(texts: list[str]) -> None:
+    from simdedup.features import jieba_words, jieba_words_many
+
+    tokens, counts = jieba_words_many(texts)
+    each = [jieba_words(t) for t in texts]
+    assert counts.tolist() == [len(w) for w in each]
+    assert tokens == [w for words in each for w in words]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=_MIXED, max_size=30), max_size=6))
+def test_word_characters_of_a_batch_are_each_texts_word_characters(texts: list[str]) -> None:
+    from simdedup.features import word_characters, words
+
+    codes, counts = word_characters(texts)
+    joined = ["".join(words(t)) for t in texts]
+    assert counts.tolist() == [len(j) for j in joined]
+    assert codes.tolist() == [ord(c) for j in joined for c in j]
 
 
 def test_auto_uses_plain_words_without_chinese() -> None:
