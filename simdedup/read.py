@@ -264,7 +264,7 @@ def _walk(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[str
     def visit(directory: str, ancestors: frozenset[tuple[int, int]]) -> Iterator[str]:
         try:
             st = os.stat(directory)
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            entries, errors = _listing(directory)
         except OSError as e:
             on_problem(Problem(directory, "unreadable", e.strerror or str(e)))
             return
@@ -278,27 +278,56 @@ def _walk(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[str
         seen.add(key)
         ancestors = ancestors | {key}
         for entry in entries:
-            rel = os.path.relpath(entry.path, top)
-            if _excluded(rel, entry.name, options.exclude):
+            name, kind = entry[:-2], entry[-1]
+            path = os.path.join(directory, name)
+            rel = os.path.relpath(path, top)
+            if _excluded(rel, name, options.exclude):
                 continue
-            try:
-                is_dir = entry.is_dir()
-                is_file = not is_dir and entry.is_file()
-            except OSError as e:
-                on_problem(Problem(entry.path, "unreadable", e.strerror or str(e)))
+            if kind == _ERROR:
+                on_problem(Problem(path, "unreadable", errors[name]))
+            elif kind == _DIRECTORY:
+                yield from visit(path, ancestors)
+            elif options.glob and not _excluded(rel, name, options.glob):
                 continue
-            if is_dir:
-                yield from visit(entry.path, ancestors)
-            elif options.glob and not _excluded(rel, entry.name, options.glob):
-                continue
-            elif is_file:
-                yield entry.path
-            elif entry.is_symlink():
-                on_problem(Problem(entry.path, "unreadable", "broken symbolic link"))
+            elif kind == _FILE:
+                yield path
+            elif kind == _BROKEN_LINK:
+                on_problem(Problem(path, "unreadable", "broken symbolic link"))
             else:
-                on_problem(Problem(entry.path, "not-a-file", "not a regular file; skipped"))
+                on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
 
     yield from visit(top, frozenset())
+
+
+#: A directory entry's kind, found while the directory is listed (from the type the file
+#: system gives with the name, else a stat), kept as one character after the name.
+_DIRECTORY, _FILE, _BROKEN_LINK, _OTHER, _ERROR = "dflox"
+
+
+def _listing(directory: str) -> tuple[list[str], dict[str, str]]:
+    """A directory's entries in name order, each as NAME + "\\0" + its kind, and the
+    message of each entry whose kind could not be found (kind _ERROR), by name.
+
+    One short string an entry, about 80 bytes, where the os.DirEntry objects took ~220:
+    a flat directory of 1M files is listed in ~80 MB. NUL sorts below every character
+    a file name can hold, so the strings sort as their names do."""
+    entries: list[str] = []
+    errors: dict[str, str] = {}
+    with os.scandir(directory) as it:
+        for entry in it:
+            try:
+                if entry.is_dir():
+                    kind = _DIRECTORY
+                elif entry.is_file():
+                    kind = _FILE
+                else:
+                    kind = _BROKEN_LINK if entry.is_symlink() else _OTHER
+            except OSError as e:
+                kind = _ERROR
+                errors[entry.name] = e.strerror or str(e)
+            entries.append(f"{entry.name}\0{kind}")
+    entries.sort()
+    return entries, errors
 
 
 def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Document | None:

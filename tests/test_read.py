@@ -113,6 +113,34 @@ def test_a_directory_is_walked_in_sorted_order_with_patterns(tmp_path: Path) -> 
     assert docs[0].raw == os.fsencode(tmp_path / "b.txt")
 
 
+def test_a_directory_is_read_in_the_order_of_its_names_whatever_they_share(tmp_path: Path) -> None:
+    # Names that are prefixes of others, or differ just after a shared prefix.
+    names = ["a", "a b", "a-b", "a.b", "a.b.c", "ab", "b", "\u00e9", "Z", "_"]
+    for name in names:
+        (tmp_path / name).write_text(name)
+    docs, _ = read([str(tmp_path)])
+    assert [os.path.basename(d.id) for d in docs] == sorted(names)
+
+
+def test_what_a_directory_holds_besides_files_is_reported_in_name_order(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("first")
+    (tmp_path / "b-gone").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "c-sub").mkdir()
+    (tmp_path / "c-sub" / "doc.txt").write_text("inside")
+    os.mkfifo(tmp_path / "d-fifo")
+    (tmp_path / "e-link").symlink_to(tmp_path / "a.txt")
+    docs, problems = read([str(tmp_path)])
+    assert [os.path.relpath(d.id, tmp_path) for d in docs] == [
+        "a.txt",
+        os.path.join("c-sub", "doc.txt"),
+        "e-link",
+    ]
+    assert [(os.path.basename(p.where), p.kind, p.message) for p in problems] == [
+        ("b-gone", "unreadable", "broken symbolic link"),
+        ("d-fifo", "not-a-file", "not a regular file; skipped"),
+    ]
+
+
 def test_binary_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
     (tmp_path / "img.png").write_bytes(b"\x89PNG\x00\x00data")
     docs, problems = read([str(tmp_path)])
