@@ -44,6 +44,7 @@ import logging
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -916,6 +917,52 @@ def stream_run(gigabytes: float, seed: int, workdir: str) -> str:
     return table(title, header, rows) + note
 
 
+def tree_run(files: int, per_directory: int, seed: int, workdir: str) -> str:
+    """`simdedup filter` over a directory of `files` generated English documents, one a
+    file: in directories of `per_directory` files, or all in one directory (0). Its
+    resident memory sampled every second: the listing of a directory is held while it
+    is read, the files are streamed; the index grows with every kept document."""
+    source = os.path.join(workdir, "tree.txt")
+    gen_seconds, written = timed(lambda: scaling.write_english_file(source, files, seed))
+    top = os.path.join(workdir, "tree")
+    with open(source, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            directory, name = top, f"f{i:07d}.txt"
+            if per_directory:
+                directory = os.path.join(top, f"d{i // per_directory:05d}")
+                name = f"f{i % per_directory:05d}.txt"
+            if i == 0 or (per_directory and i % per_directory == 0):
+                os.makedirs(directory, exist_ok=True)
+            with open(os.path.join(directory, name), "w", encoding="utf-8") as out:
+                out.write(line)
+    os.unlink(source)
+    cmd = [*scaling.simdedup_command(), "filter", top, "-v"]
+    run = scaling.run_measured(cmd, sample_input=top, every=1.0)
+    shutil.rmtree(top)
+    if run.status:
+        return f"tree run failed ({run.status}): {run.stderr}\n"
+    rows = []
+    for tenth in range(1, 11):
+        at = [s for s in run.samples if s[0] <= run.wall * tenth / 10]
+        if at:
+            t, _, parent, workers = at[-1]
+            rows.append((f"{tenth / 10:.0%}", f"{t:.0f}", _mb(parent), _mb(workers), _mb(parent + workers)))
+    match = _INDEX_LINE.search(run.stderr)
+    kept, per = (int(match[1].replace(",", "")), float(match[2])) if match else (0, 0.0)
+    layout = f"directories of {per_directory:,} files" if per_directory else "one directory"
+    title = (
+        f"Memory: simdedup filter of {written:,} files in {layout} (generated in {gen_seconds:.0f} s), "
+        "RSS sampled every second"
+    )
+    header = ("of the wall time", "seconds", "parent MiB", "workers MiB", "total MiB")
+    note = (
+        f"  {written / run.wall:,.0f} documents/s; the index at the end (-v): {kept:,} kept fingerprints x "
+        f"{per:.0f} bytes = {_mb(kept * per)} MiB, their ids and sketches extra; wall {run.wall:.0f} s; "
+        f"peak RSS of the largest process {_mb(run.max_rss)} MiB\n"
+    )
+    return table(title, header, rows) + note
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -944,10 +991,12 @@ def run(args: argparse.Namespace) -> int:
         zh = measure_chinese(args.zh_docs, args.seed, min(args.repeat, 2))  # jieba is slow: best of 2
         say(chinese_table(zh))
         checks.append(("Chinese: CLI --jobs 2 output == --jobs 1", zh.cli.same_output, "byte for byte"))
-    if args.scale_docs or args.stream_gb:
+    if args.scale_docs or args.stream_gb or args.tree_files:
         with tempfile.TemporaryDirectory(prefix="simdedup-bench-scale-", dir=args.workdir) as workdir:
             if args.stream_gb:
                 say(stream_run(args.stream_gb, args.seed, workdir))
+            if args.tree_files:
+                say(tree_run(args.tree_files, args.tree_width, args.seed, workdir))
             if args.scale_docs:
                 say(scale_run(args.scale_docs, args.seed, workdir))
     say(checks_table(checks))
@@ -992,6 +1041,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--stream-gb",
         type=float,
         help="also stream a generated file of this many GB through `filter`, sampling memory (1 with --full)",
+    )
+    p.add_argument(
+        "--tree-files",
+        type=int,
+        default=0,
+        help="also `filter` a directory of this many generated one-document files, sampling memory",
+    )
+    p.add_argument(
+        "--tree-width", type=int, default=1000, help="files per directory for --tree-files (0: one directory)"
     )
     p.add_argument("--workdir", help="where the large generated files go (default: the temporary directory)")
     args = p.parse_args(argv)
