@@ -936,6 +936,7 @@ def tree_run(files: int, per_directory: int, seed: int, workdir: str) -> str:
             with open(os.path.join(directory, name), "w", encoding="utf-8") as out:
                 out.write(line)
     os.unlink(source)
+    os.sync()  # the files written, so that their write-back is not timed with the run
     cmd = [*scaling.simdedup_command(), "filter", top, "-v"]
     run = scaling.run_measured(cmd, sample_input=top, every=1.0)
     shutil.rmtree(top)

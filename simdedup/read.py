@@ -261,7 +261,9 @@ def _excluded(rel: str, name: str, patterns: Sequence[str]) -> bool:
 def _walk(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[str]:
     seen: set[tuple[int, int]] = set()
 
-    def visit(directory: str, ancestors: frozenset[tuple[int, int]]) -> Iterator[str]:
+    def visit(directory: str, rel_prefix: str, ancestors: frozenset[tuple[int, int]]) -> Iterator[str]:
+        """Yield the files below `directory`, whose path relative to `top` is
+        rel_prefix (empty for top itself, else ending in a separator)."""
         try:
             st = os.stat(directory)
             entries, errors = _listing(directory)
@@ -277,16 +279,16 @@ def _walk(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[str
             return
         seen.add(key)
         ancestors = ancestors | {key}
+        prefix = os.path.join(directory, "")  # + name: os.path.join(directory, name)
         for entry in entries:
             name, kind = entry[:-2], entry[-1]
-            path = os.path.join(directory, name)
-            rel = os.path.relpath(path, top)
+            path, rel = prefix + name, rel_prefix + name  # rel: os.path.relpath(path, top)
             if _excluded(rel, name, options.exclude):
                 continue
             if kind == _ERROR:
                 on_problem(Problem(path, "unreadable", errors[name]))
             elif kind == _DIRECTORY:
-                yield from visit(path, ancestors)
+                yield from visit(path, rel + os.sep, ancestors)
             elif options.glob and not _excluded(rel, name, options.glob):
                 continue
             elif kind == _FILE:
@@ -296,7 +298,7 @@ def _walk(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[str
             else:
                 on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
 
-    yield from visit(top, frozenset())
+    yield from visit(top, "", frozenset())
 
 
 #: A directory entry's kind, found while the directory is listed (from the type the file
@@ -330,11 +332,25 @@ def _listing(directory: str) -> tuple[list[str], dict[str, str]]:
     return entries, errors
 
 
+#: The first read of a file in a directory: most documents fit in it.
+_FIRST_READ = 1 << 16
+
+
+def _read_up_to(f: IO[bytes], size: int) -> bytes:
+    """At most `size` bytes of f. A read of `size` allocates that much first (up to
+    --max-doc-size, 16 MiB, for a file of 600 bytes: ~27 µs a file against ~8 µs), so a
+    file is read in a first piece of _FIRST_READ bytes and the rest only if there is more."""
+    data = f.read(min(size, _FIRST_READ))
+    if len(data) == _FIRST_READ < size:
+        data += f.read(size - len(data))
+    return data
+
+
 def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Document | None:
     limit = options.max_doc_size
     try:
         with _open(path) as f:
-            data = f.read(limit + 1)
+            data = _read_up_to(f, limit + 1)
     except (OSError, EOFError) as e:
         on_problem(Problem(path, "unreadable", getattr(e, "strerror", None) or str(e)))
         return None

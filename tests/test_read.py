@@ -141,6 +141,22 @@ def test_what_a_directory_holds_besides_files_is_reported_in_name_order(tmp_path
     ]
 
 
+@pytest.mark.parametrize("trailing", ["", os.sep])
+def test_patterns_match_paths_relative_to_the_directory_given(tmp_path: Path, trailing: str) -> None:
+    for name in ["keep.txt", "a/keep.txt", "a/b/drop.txt", "a/b/keep.md", "c/drop.txt"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    top = str(tmp_path) + trailing
+    options = ReadOptions(glob=("*.txt", "a/b/*"), exclude=(os.path.join("a", "b", "drop.txt"), "c"))
+    docs, _ = read([top], options)
+    # ids are the paths as os.path.join makes them from the directory given
+    assert [d.id for d in docs] == [
+        os.path.join(top, "a", "b", "keep.md"),
+        os.path.join(top, "a", "keep.txt"),
+        os.path.join(top, "keep.txt"),
+    ]
+
+
 def test_binary_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
     (tmp_path / "img.png").write_bytes(b"\x89PNG\x00\x00data")
     docs, problems = read([str(tmp_path)])
