@@ -25,7 +25,8 @@ Features = dict[str, float]
 
 _WORD = re.compile(r"\w+")
 # CJK Unified Ideographs (with extension A and compatibility ideographs): text jieba should cut.
-_HAN_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+_HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
+_HAN_CLASS = "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _HAN_RANGES) + "]"
 _HAN = re.compile(_HAN_CLASS)
 # Chinese puts no spaces between words, so whitespace between two Han characters is
 # layout (a hard-wrapped line), and would otherwise cut a word in two.
@@ -73,21 +74,14 @@ def _half_width(texts: list[str]) -> list[str]:
     (U+3000) replaced by the ASCII character that is their NFKC."""
     if not texts:
         return texts
-    # One code point per UTF-32 unit, so lengths and offsets carry over; surrogatepass
-    # keeps lone surrogates (from undecodable input) as they are.
-    codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype="<u4").copy()
+    codes, ends = _code_points(texts)  # one code point a unit: lengths carry over
     wide = (codes - np.uint32(0xFF01)) <= np.uint32(0xFF5E - 0xFF01)
     space = codes == 0x3000
     if not (wide.any() or space.any()):
         return texts
-    codes[wide] -= np.uint32(0xFF01 - 0x21)
-    codes[space] = 0x20
-    joined = codes.tobytes().decode("utf-32-le", "surrogatepass")
-    out, start = [], 0
-    for t in texts:
-        out.append(joined[start : start + len(t)])
-        start += len(t)
-    return out
+    codes = np.where(wide, codes - np.uint32(0xFF01 - 0x21), np.where(space, np.uint32(0x20), codes))
+    joined = codes.astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    return [joined[a:b] for a, b in zip([0, *ends[:-1].tolist()], ends.tolist())]
 
 
 def _normalize_unicode(text: str, fold: bool) -> str:
@@ -181,7 +175,7 @@ def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 def _is_han(codes: np.ndarray) -> np.ndarray:
     """_HAN_CLASS, code point by code point."""
     in_range = np.zeros(len(codes), bool)
-    for low, high in ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF)):
+    for low, high in _HAN_RANGES:
         in_range |= (codes - np.uint32(low)) <= np.uint32(high - low)
     return in_range
 

@@ -237,9 +237,7 @@ def normalized_batch_fingerprints(
             pool, order, counts = jieba_word_pool([norm[i] for i in other])
             hashes = np.array(hashfunc.many(pool), dtype=np.uint64)[order]  # type: ignore[attr-defined]
         else:
-            tokens = [words(norm[i]) for i in other]
-            counts = np.fromiter(map(len, tokens), np.intp, len(tokens))
-            hashes = np.array(hashfunc.many(list(chain.from_iterable(tokens))), dtype=np.uint64)  # type: ignore[attr-defined]
+            hashes, counts = word_hashes([norm[i] for i in other], hashfunc)  # type: ignore[arg-type]
         put(other, hashes, counts)
         # Without Han characters both tokenizers ("auto", "words") give the \w+ words.
         wordy = np.array([not has_chinese(norm[i]) for i in other], dtype=bool)
@@ -327,6 +325,14 @@ def ascii_word_fingerprints(texts: Sequence[str]) -> list[int | None]:
     """64-bit fingerprints of normalized ASCII texts: \\w+ tokens, term-frequency
     weights, xxh3-64; None for a text without a word."""
     return occurrence_fingerprints(*ascii_word_hashes(texts))
+
+
+def word_hashes(texts: Sequence[str], hasher: FeatureHasher) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes, counts): the hashes of texts' \\w+ words, one run per text, and how many
+    each text has; for any text (ascii_word_hashes: the same, faster, for ASCII text)."""
+    tokens = [words(t) for t in texts]
+    counts = np.fromiter(map(len, tokens), np.intp, len(tokens))
+    return np.array(hasher.many(list(chain.from_iterable(tokens))), dtype=np.uint64), counts
 
 
 def ascii_word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

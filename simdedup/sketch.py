@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Protocol
 
 import numpy as np
@@ -26,7 +25,6 @@ from .features import (
     normalized_many,
     runs_index,
     word_characters,
-    words,
 )
 from .fingerprint import (
     FeatureHasher,
@@ -35,6 +33,7 @@ from .fingerprint import (
     ascii_word_hashes,
     fingerprint_work,
     normalized_batch_fingerprints,
+    word_hashes,
 )
 from .settings import Settings
 
@@ -92,9 +91,8 @@ def _units(norm: Sequence[str], known: Sequence[WordRuns] = ()) -> tuple[np.ndar
     chinese[chinese_rows] = True
     words_rows = [i for i in other if not chinese[i]]
     if words_rows:
-        tokens = [words(norm[i]) for i in words_rows]
-        counts[words_rows] = list(map(len, tokens))
-        parts.append((words_rows, np.array(_WORD_HASHES.many(list(chain.from_iterable(tokens))), np.uint64)))
+        hashes, counts[words_rows] = word_hashes([norm[i] for i in words_rows], _WORD_HASHES)
+        parts.append((words_rows, hashes))
     if chinese_rows:
         points, counts[chinese_rows] = word_characters([norm[i] for i in chinese_rows])
         parts.append((chinese_rows, points.astype(np.uint64)))
