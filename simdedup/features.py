@@ -79,8 +79,10 @@ def _half_width(texts: list[str]) -> list[str]:
     space = codes == 0x3000
     if not (wide.any() or space.any()):
         return texts
-    codes = np.where(wide, codes - np.uint32(0xFF01 - 0x21), np.where(space, np.uint32(0x20), codes))
-    joined = codes.astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    codes = codes.copy()  # _code_points' array is a read-only view of the bytes
+    codes[wide] -= np.uint32(0xFF01 - 0x21)
+    codes[space] = 0x20
+    joined = codes.tobytes().decode("utf-32-le", "surrogatepass")
     return [joined[a:b] for a, b in zip([0, *ends[:-1].tolist()], ends.tolist())]
 
 
