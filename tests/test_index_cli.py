@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner, Result
 from filelock import FileLock, Timeout
 
-from simdedup.cli import main
+from simdedup.cli import PIPELINE_BATCH, main
 from simdedup.settings import FINGERPRINT_SPEC_VERSION
 from simdedup.sketch import SKETCH_SPEC
 from simdedup.store import StoredIndex, jieba_record, lock_path, read_index, write_index
@@ -459,12 +459,13 @@ def test_kill_9_while_loading_scanning_or_saving_leaves_the_previous_index(
     point: str, index: Path, tmp_path: Path
 ) -> None:
     before = snapshot(read_index(index))
-    docs = write_lines(tmp_path / "docs.txt", texts(1200, seed=6))
+    count = PIPELINE_BATCH + 200  # "scan" pauses after the second batch is decided
+    docs = write_lines(tmp_path / "docs.txt", texts(count, seed=6))
     killed_at(point, index, docs, tmp_path)
     assert snapshot(read_index(index)) == before
     # The kernel let go of the lock with the process; the next run cleans up and succeeds.
     assert run("filter", str(docs), "--index", str(index), "-q").exit_code == 0
-    assert len(read_index(index)) == 6 + 1200
+    assert len(read_index(index)) == 6 + count
     assert [p.name for p in tmp_path.glob(".seen.sdx.*")] == []
 
 
