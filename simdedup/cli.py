@@ -25,13 +25,13 @@ from .calibrate import LabelledPair
 from .calibrate import best as best_scores
 from .calibrate import calibrate as calibrate_pairs
 from .calibrate import presets as calibration_presets
-from .dedup import BATCH_SIZE, Decision, Deduplicator, batches
+from .dedup import Decision, Deduplicator, batches
 from .features import extract
 from .fingerprint import FeatureHasher, format_fingerprint
 from .fingerprint import distance as hamming
 from .index import Layout
 from .parallel import AUTO, fingerprint_batches
-from .read import STDIN, Document, Problem, ReadOptions, read_documents
+from .read import STDIN, Document, Lines, Problem, ReadOptions, read_documents
 from .report import (
     GROUP_COLUMNS,
     DuplicatesWriter,
@@ -58,13 +58,14 @@ from .store import (
 from .verify import MIN_JACCARD, VerifyingDeduplicator, deduplicator
 
 DEFAULTS = Settings()
-#: Documents read, fingerprinted and decided together from named files: big enough
-#: that the index's batch search and the workers' pipes cost little per document
-#: (1,024 against 256: 45k against 37k docs/s for `filter` on 100k generated
-#: documents, one job), and that the rows a batch keeps go into the index as one run
-#: (4,096 against 1,024, `scan -j1` of generated documents, the same output: 1M in
-#: 42.6-43.8 s against 53.1 s, 300k in 9.2-9.6 s against 10.0-12.2 s, 20k in 0.73 s
-#: against 0.80-0.84 s). From stdin: BATCH_SIZE (256), so a trickle is decided sooner.
+#: Documents read, fingerprinted and decided together: big enough that the index's
+#: batch search and the workers' pipes cost little per document (1,024 against 256:
+#: 45k against 37k docs/s for `filter` on 100k generated documents, one job), and that
+#: the rows a batch keeps go into the index as one run (4,096 against 1,024, `scan -j1`
+#: of generated documents, the same output: 1M in 42.6-43.8 s against 53.1 s, 300k in
+#: 9.2-9.6 s against 10.0-12.2 s, 20k in 0.73 s against 0.80-0.84 s). From stdin a
+#: batch also ends where the pipe's writer goes quiet (read.Lines), so a trickle is
+#: answered line by line.
 PIPELINE_BATCH = 4096
 
 
@@ -496,30 +497,33 @@ def _fingerprinted(
 ) -> tuple[Iterator[tuple[Any, ...]], _Problems]:
     """read -> batches -> fingerprints (and sketches) in kw["jobs"] processes, for the
     commands that decide nothing; close the iterator to stop the workers."""
-    sources = _sources(paths)
     problems = _Problems(messages)
-    docs = read_documents(sources, _read_options(kw), problems, _binary(sys.stdin))
-    batched = batches(docs, _batch_size(sources))
-    return fingerprint_batches(batched, settings, kw["jobs"], sketches=sketches), problems
-
-
-def _batch_size(sources: list[str]) -> int:
-    # A batch is decided once it is full: from a pipe, smaller batches keep the output
-    # flowing while the input trickles in.
-    return BATCH_SIZE if STDIN in sources else PIPELINE_BATCH
+    stdin = Lines(_binary(sys.stdin))
+    docs = read_documents(_sources(paths), _read_options(kw), problems, stdin)
+    batched = batches(docs, PIPELINE_BATCH, flush=stdin.waiting)
+    return fingerprint_batches(batched, settings, kw["jobs"], sketches=sketches, idle=stdin.waiting), problems
 
 
 def _decisions(
-    docs: Iterator[Document], dd: Deduplicator, jobs: int, batch_size: int = PIPELINE_BATCH
+    docs: Iterator[Document],
+    dd: Deduplicator,
+    jobs: int,
+    idle: Callable[[], bool] | None = None,
+    after_batch: Callable[[], None] | None = None,
 ) -> Iterator[Decision]:
     """read -> batches -> fingerprints (a process pool when jobs > 1) -> keep-first
-    decisions, in input order. Closing this closes the pool."""
+    decisions, in input order; a batch also ends where idle() says the input waits on
+    its writer (read.Lines.waiting), and after_batch() runs once a batch's decisions
+    are all taken. Closing this closes the pool."""
     # A verifying Deduplicator gets the batch's sketches too, made by the workers.
     sketches = isinstance(dd, VerifyingDeduplicator)
-    made = fingerprint_batches(batches(docs, batch_size), dd.settings, jobs, sketches=sketches)
+    batched = batches(docs, PIPELINE_BATCH, flush=idle)
+    made = fingerprint_batches(batched, dd.settings, jobs, sketches=sketches, idle=idle)
     with contextlib.closing(made):
         for batch, *results in made:
             yield from dd.decide_many(batch, *results)
+            if after_batch is not None:
+                after_batch()
 
 
 def _run(
@@ -546,12 +550,16 @@ def _run(
         summary.invalid_utf8 += p.kind == "invalid-utf8"
         messages.problem(p)
 
-    stdin = _binary(sys.stdin)
+    def flush() -> None:  # once a batch is written: what a trickle brought goes out now
+        for writer in writers:
+            writer.flush()
+
+    stdin = Lines(_binary(sys.stdin))
     docs = read_documents(sources, read_options, on_problem, stdin=stdin)
     start = time.perf_counter()
     interrupted = False
     try:
-        for decision in _progress(_decisions(docs, dd, jobs, _batch_size(sources)), messages):
+        for decision in _progress(_decisions(docs, dd, jobs, stdin.waiting, flush), messages):
             summary.count(decision)
             groups.add(decision)
             for writer in writers:
@@ -845,6 +853,7 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
                         out.write({"id": doc.id, "fingerprint": hex_fp})
                     else:
                         stream.write(f"{hex_fp or '-'}\t{doc.id}\n".encode())
+                stream.flush()  # a batch at a time: what a trickle brought goes out now
     except KeyboardInterrupt:
         stream.flush()
         sys.exit(ExitStatus.INTERRUPTED)
@@ -1250,6 +1259,7 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
                             "duplicate_of_run": stored.run_name(row) if near else None,
                         }
                     )
+                out.flush()  # a batch at a time: what a trickle brought goes out now
     except KeyboardInterrupt:
         stream.flush()
         sys.exit(ExitStatus.INTERRUPTED)

@@ -9,7 +9,7 @@ apart keeps A and C. Never prints; works a batch of documents at a time.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Literal
@@ -207,9 +207,24 @@ class Deduplicator:
         return self.decide_many(docs, fingerprint_documents(docs, self.settings, self.hashfunc))
 
 
-def batches(items: Iterable[Document], size: int = BATCH_SIZE) -> Iterator[list[Document]]:
+def batches(
+    items: Iterable[Document], size: int = BATCH_SIZE, flush: Callable[[], bool] | None = None
+) -> Iterator[list[Document]]:
+    """Lists of `size` items, the last maybe shorter; with `flush`, a batch also ends
+    early after any item where flush() is true (read.Lines.waiting: the input is
+    waiting on its writer, so what has come is decided now)."""
     it = iter(items)
-    while batch := list(islice(it, size)):
+    if flush is None:
+        while batch := list(islice(it, size)):
+            yield batch
+        return
+    batch = []
+    for item in it:
+        batch.append(item)
+        if len(batch) >= size or flush():
+            yield batch
+            batch = []
+    if batch:
         yield batch
 
 

@@ -19,7 +19,7 @@ import sys
 import time
 import traceback
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from multiprocessing.connection import Connection
 from typing import Any, cast
@@ -83,6 +83,7 @@ def fingerprint_batches(
     jobs: int = 1,
     sketches: bool = False,
     piece: int = PIECE,
+    idle: Callable[[], bool] | None = None,
 ) -> Iterator[tuple[Any, ...]]:
     """(batch, its fingerprints) for every batch, in input order, with `jobs` processes;
     with sketches=True, (batch, fingerprints, sketches, heads) (see Result).
@@ -95,7 +96,9 @@ def fingerprint_batches(
     workers inherit what it loaded, such as OpenCC's and rjieba's dictionaries). At most
     jobs * PIECES_PER_JOB pieces are out at once, and a batch is handed back as soon as
     it is next in order and all its pieces are back, so a slow
-    input stream is not held back. On KeyboardInterrupt the batches already out are
+    input stream is not held back; and with `idle` (read.Lines.waiting), every batch out
+    is handed back before reading on while idle() says the input waits on its writer.
+    On KeyboardInterrupt the batches already out are
     collected (for up to DRAIN_SECONDS) and handed back before the interrupt is raised
     again, so that every document read so far can still be decided. Close the iterator
     (contextlib.closing) to stop the workers early; they also stop when it is garbage.
@@ -127,10 +130,16 @@ def fingerprint_batches(
         yield _as_tuple(first, _joined([done_here, *(here(docs) for docs in split[1:])]))
         yield from in_process(it)
         return
+    idle = idle or _never
+    handed = False  # whether the first batch was handed back before the pool started
     if len(split) == 1:
+        if idle():
+            yield _as_tuple(first, done_here)
+            handed = True
         following = next(it, None)
         if following is None:
-            yield _as_tuple(first, done_here)
+            if not handed:
+                yield _as_tuple(first, done_here)
             return
         it = chain((following,), it)
     workers = _Workers(settings, jobs, sketches)
@@ -164,12 +173,13 @@ def fingerprint_batches(
 
     try:
         try:
-            send(first, split[1:], [done_here])
+            if not handed:
+                send(first, split[1:], [done_here])
             for batch in it:
                 while pending and ready():
                     yield collect()
                 send(batch, _pieces(batch, piece), [])
-                while pending and (out[0] >= jobs * PIECES_PER_JOB or ready()):
+                while pending and (out[0] >= jobs * PIECES_PER_JOB or ready() or idle()):
                     yield collect()
         except KeyboardInterrupt:
             # Workers ignore the interrupt; hand back what they finish in time, then stop.
@@ -185,6 +195,10 @@ def fingerprint_batches(
         raise
     finally:
         workers.close()
+
+
+def _never() -> bool:
+    return False
 
 
 def _pieces(batch: Sequence[Document], size: int) -> list[Sequence[Document]]:

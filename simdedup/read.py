@@ -10,10 +10,13 @@ from __future__ import annotations
 import codecs
 import fnmatch
 import gzip
+import io
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+import select
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -93,11 +96,66 @@ class ReadOptions:
         return self.jsonl or path.endswith((".jsonl", ".jsonl.gz"))
 
 
+class Lines:
+    """The lines of a byte stream (stdin), read through a buffer of this object's own so
+    that `waiting()` can tell when the next line is not here yet: a pipe whose writer
+    is quiet. The CLI then decides what it has (dedup.batches' `flush`) instead of
+    holding it until a batch fills, so a trickle is answered as it comes and a bulk
+    pipe still goes a full batch at a time.
+
+    A stream without a file descriptor (a test's BytesIO) is read as it is, and is
+    never waiting."""
+
+    #: Bytes asked for per read: a pipe gives what it holds, up to this.
+    CHUNK = 1 << 20
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        try:
+            self.fd: int | None = stream.fileno() if os.name == "posix" else None
+        except (AttributeError, OSError, io.UnsupportedOperation):
+            self.fd = None
+        self._lines: deque[bytes] = deque()
+        self._reading = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self.fd is None:
+            yield from self.stream
+            return
+        self._reading = True
+        try:
+            tail: list[bytes] = []  # the start of a line whose end has not come yet
+            while data := os.read(self.fd, self.CHUNK):
+                if b"\n" not in data:
+                    tail.append(data)
+                    continue
+                lines = data.split(b"\n")
+                if tail:
+                    lines[0] = b"".join([*tail, lines[0]])
+                last = lines.pop()  # b"" where the data ends with a newline
+                tail = [last] if last else []
+                self._lines.extend(lines)
+                while self._lines:
+                    yield self._lines.popleft()
+            if tail:
+                yield b"".join(tail)
+        finally:
+            self._reading = False
+
+    def waiting(self) -> bool:
+        """Whether the next line would have to wait for the stream's writer: none is
+        buffered and the stream has nothing to read right now (not even its end)."""
+        if not self._reading or self._lines:
+            return False
+        assert self.fd is not None
+        return not select.select([self.fd], [], [], 0)[0]
+
+
 def read_documents(
     paths: Sequence[str],
     options: ReadOptions,
     on_problem: OnProblem,
-    stdin: IO[bytes] | None = None,
+    stdin: IO[bytes] | Lines | None = None,
 ) -> Iterator[Document]:
     """Every document of every path, in order: directories walked, files by line, "-" = stdin."""
     for path in paths:
@@ -128,7 +186,7 @@ def _read_file(path: str, options: ReadOptions, on_problem: OnProblem) -> Iterat
 
 
 def _read_stream(
-    stream: IO[bytes], name: str, options: ReadOptions, on_problem: OnProblem
+    stream: Iterable[bytes], name: str, options: ReadOptions, on_problem: OnProblem
 ) -> Iterator[Document]:
     """One document per line (or JSONL record) of a binary stream."""
     jsonl = options.is_jsonl(name)

@@ -58,6 +58,9 @@ class RecordWriter:
         else:
             self._write_row(tuple(record[c] for c in self.columns))
 
+    def flush(self) -> None:
+        self.stream.flush()
+
 
 def format_for(path: str, default: str = "jsonl") -> str:
     """The record format a file name asks for: .csv, .tsv, else `default`."""
@@ -81,6 +84,9 @@ class UniqueWriter:
     def write(self, decision: Decision) -> None:
         if decision.status == "unique" or (decision.status == "empty" and self.keep_empty):
             self.stream.write(decision.doc.raw + b"\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 DUPLICATE_COLUMNS = ("id", "duplicate_of", "distance", "fingerprint", "duplicate_of_fingerprint")
@@ -119,6 +125,9 @@ class DuplicatesWriter:
             record["duplicate_of_run"] = self.run_of(decision.row)
         self.out.write(record)
 
+    def flush(self) -> None:
+        self.out.flush()
+
 
 REPORT_COLUMNS = ("id", "fingerprint", "status", "duplicate_of", "distance")
 
@@ -140,6 +149,9 @@ class ReportWriter:
                 "distance": decision.distance,
             }
         )
+
+    def flush(self) -> None:
+        self.out.flush()
 
 
 @dataclass

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import pty
+import select
 import signal
 import struct
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 from click.testing import CliRunner, Result
@@ -470,6 +472,34 @@ def test_ctrl_c_exits_130_after_flushing_what_was_written(tmp_path: Path) -> Non
     assert b"interrupted" in stderr and b"Traceback" not in stderr
     decided = [json.loads(line) for line in report.read_text().splitlines()]
     assert len(decided) >= 256
+
+
+def line_within(stream: IO[bytes], seconds: float = 30) -> bytes:
+    ready, _, _ = select.select([stream], [], [], seconds)
+    assert ready, f"no output within {seconds} s"
+    return stream.readline()
+
+
+@pytest.mark.parametrize("command", [["filter"], ["filter", "-j", "2"], ["fingerprint"]])
+def test_a_trickle_on_stdin_is_answered_as_it_comes(command: list[str]) -> None:
+    # `tail -f app.log | simdedup filter`: a line is decided once the writer goes quiet,
+    # not when a batch of thousands has filled.
+    proc = subprocess.Popen(
+        simdedup(*command, "-q"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    # Each line, and whether filter prints it: the copy is dropped, so the next line
+    # out is the last one.
+    lines = [(b"the first line of the log", True), (b"the first line of the log", False), (b"else", True)]
+    for n, (line, printed) in enumerate(lines, 1):
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+        if command[0] == "fingerprint":
+            assert line_within(proc.stdout).endswith(f"\t-:{n}\n".encode())
+        elif printed:
+            assert line_within(proc.stdout) == line + b"\n"
+    rest, stderr = proc.communicate(timeout=30)  # closes stdin: the end of the input
+    assert (proc.returncode, rest) == (0, b""), stderr
 
 
 def stderr_on_a_terminal(args: list[str], env: dict[str, str] | None = None) -> str:

@@ -8,8 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from simdedup import Document, Problem, ReadOptions, read_documents
+from simdedup.read import Lines
 
 
 def read(paths: list[str], options: ReadOptions | None = None, stdin: bytes | None = None):
@@ -176,6 +179,48 @@ def test_a_symlink_loop_is_reported_not_followed(tmp_path: Path) -> None:
 def test_stdin_is_read_as_lines_named_dash() -> None:
     docs, _ = read(["-"], stdin=b"one\ntwo\n")
     assert [d.id for d in docs] == ["-:1", "-:2"]
+
+
+def pipe_with(data: bytes, close: bool = True) -> tuple[Lines, int]:
+    """Lines over the read end of a pipe holding data (under 64 KiB); the write end."""
+    r, w = os.pipe()
+    os.write(w, data)
+    if close:
+        os.close(w)
+    return Lines(os.fdopen(r, "rb")), w
+
+
+@given(
+    st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\r\n", b"\xff", b" "]), max_size=60), st.integers(1, 9)
+)
+def test_lines_read_through_their_own_buffer_are_the_streams_lines(parts: list[bytes], chunk: int) -> None:
+    data = b"".join(parts)
+    lines, _ = pipe_with(data)
+    lines.CHUNK = chunk  # line ends fall anywhere in a read, or between reads
+    with lines.stream:
+        assert list(lines) == [line.removesuffix(b"\n") for line in io.BytesIO(data)]
+
+
+def test_lines_wait_only_while_the_writer_is_quiet() -> None:
+    lines, w = pipe_with(b"one\n", close=False)
+    it = iter(lines)
+    assert not lines.waiting()  # not reading yet
+    assert next(it) == b"one"
+    assert lines.waiting()
+    os.write(w, b"two\nthr")
+    assert not lines.waiting()
+    assert next(it) == b"two"
+    assert lines.waiting()  # "thr" is half a line: the next one waits on the writer
+    os.write(w, b"ee")
+    os.close(w)
+    assert not lines.waiting()  # the end is there to read
+    assert list(it) == [b"three"]
+    lines.stream.close()
+
+
+def test_a_stream_without_a_descriptor_is_read_as_it_is() -> None:
+    lines = Lines(io.BytesIO(b"one\ntwo"))
+    assert list(lines) == [b"one\n", b"two"] and not lines.waiting()
 
 
 def test_features_field_gives_weighted_features(tmp_path: Path) -> None:
