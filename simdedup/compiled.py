@@ -49,21 +49,27 @@ def build_table(buckets, order, offsets):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
-def search_run(order, offsets, start, buckets, words, queries, k, block_starts, block_masks, first_tables):  # type: ignore[no-untyped-def]
-    """(query, row, distance) for every row of one run within k of a query, each pair
-    once (from the first table keyed on blocks they agree on), as index._Run.search
-    finds them, for 64-bit fingerprints. `buckets`: (tables, m) each query's bucket in
-    each table; `words`: every stored fingerprint; rows are local + start.
+def search_run(
+    order, offsets, start, buckets, words, queries, k, block_starts, block_masks, first_tables, t_lo, t_hi
+):  # type: ignore[no-untyped-def]
+    """(query, row, distance) for every row of one run within k of a query whose first
+    table keyed on blocks they agree on is one of tables t_lo..t_hi - 1 (so each pair
+    once over all the tables), as index._Run.search finds them, for 64-bit
+    fingerprints. `buckets`: (tables, m) each query's bucket in each table; `words`:
+    every stored fingerprint; rows are local + start.
 
     Queries that fall in the same bucket (common words make a few buckets hot) are
-    compared with it together: its fingerprints are gathered once, then read in order."""
+    compared with it together: its fingerprints are gathered once, then read in order,
+    in a vectorized pass that marks the rows within k; only marked rows are looked at
+    again."""
     tables, m = buckets.shape
     size = order.shape[0] // tables
     n_blocks = block_starts.shape[0]
     out = _triples(4 * m + 64)
     n = 0
     gathered = np.empty(64, np.uint64)
-    for t in range(tables):
+    near = np.empty(64, np.uint8)
+    for t in range(t_lo, t_hi):
         by_bucket = np.argsort(buckets[t])
         i = 0
         while i < m:
@@ -74,19 +80,21 @@ def search_run(order, offsets, start, buckets, words, queries, k, block_starts, 
             lo, hi = np.int64(offsets[t, b]), np.int64(offsets[t, b + 1])
             if hi - lo > gathered.shape[0]:
                 gathered = np.empty(2 * (hi - lo), np.uint64)
+                near = np.empty(2 * (hi - lo), np.uint8)
             for p in range(lo, hi):
                 gathered[p - lo] = words[np.int64(order[t * size + p]) + start]
             for qi in range(i, j):
                 q = by_bucket[qi]
                 value = queries[q]
-                if _count_within(gathered, value, hi - lo, k) == 0:
+                if _mark_within(gathered, value, hi - lo, k, near) == 0:
                     continue
-                for p in range(lo, hi):
-                    x = gathered[p - lo] ^ value
-                    d = _popcount(x)
-                    if d > k or first_tables[_agreeing(x, block_starts, block_masks, n_blocks)] != t:
+                for p in range(hi - lo):
+                    if near[p] == 0:
                         continue
-                    out = _append(out, n, q, np.int64(order[t * size + p]) + start, d)
+                    x = gathered[p] ^ value
+                    if first_tables[_agreeing(x, block_starts, block_masks, n_blocks)] != t:
+                        continue
+                    out = _append(out, n, q, np.int64(order[t * size + lo + p]) + start, _popcount(x))
                     n += 1
             i = j
     return out[0][:n], out[1][:n], out[2][:n]
@@ -142,6 +150,18 @@ def _count_within(words, value, n, k):  # type: ignore[no-untyped-def]
     found = 0
     for j in range(n):
         found += _popcount(words[j] ^ value) <= k
+    return found
+
+
+@njit(inline="always")
+def _mark_within(words, value, n, k, near):  # type: ignore[no-untyped-def]
+    # _count_within, which also marks (near[j] = 1) the words within k: one vectorized
+    # pass, after which only the marked ones need a second look.
+    found = 0
+    for j in range(n):
+        within = _popcount(words[j] ^ value) <= k
+        near[j] = within
+        found += within
     return found
 
 
@@ -273,7 +293,7 @@ def warm() -> None:
     order, offsets = np.zeros(4, np.uint32), np.zeros(3, np.uint32)
     build_table(np.zeros(4, np.int64), order, offsets)
     ones, first, buckets = np.ones(1, np.uint64), np.zeros(2, np.int64), np.zeros((1, 4), np.int64)
-    search_run(order, offsets.reshape(1, 3), 0, buckets, words, words, 1, ones, ones, first)
+    search_run(order, offsets.reshape(1, 3), 0, buckets, words, words, 1, ones, ones, first, 0, 1)
     table_pairs(order, offsets, 0, words, 1, 0, ones, ones, first)
     all_pairs(words, 1)
     cross_pairs(words, words, 1)

@@ -265,14 +265,18 @@ class _Run:
         hashes: np.ndarray,
         k: int,
         compiled: bool = False,
+        part: range | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query, row, distance) for every row of this run within k of a query, each once,
-        given the queries' key_hashes; `compiled`: by compiled.search_run (64-bit only)."""
+        given the queries' key_hashes; `compiled`: by compiled.search_run (64-bit only).
+        With `part` (a range of tables), only the pairs whose first agreeing table is in
+        it: searches split over tables find each pair once in all."""
         if compiled:
             from .compiled import search_run
 
             starts, masks, first = layout.compiled_blocks
             buckets = _bucket_of(hashes, self.p)
+            part = range(len(layout.keys)) if part is None else part
             return search_run(
                 self.order,
                 self.offsets,
@@ -284,6 +288,8 @@ class _Run:
                 starts,
                 masks,
                 first,
+                part.start,
+                part.stop,
             )  # type: ignore[no-any-return]
         tables, m = hashes.shape
         n_buckets = self.offsets.shape[1] - 1
@@ -306,6 +312,8 @@ class _Run:
         # A pair agreeing on several keys is found by several tables; keep the first's.
         table = pos // len(self)
         first = layout.first_tables[layout.agreeing_blocks(words[rows], queries[q])]
+        if part is not None:
+            table[(table < part.start) | (table >= part.stop)] = -2  # never a first table
         once = np.flatnonzero(table == first)
         return q[once], rows[once], d[once].astype(np.int64)
 
@@ -498,31 +506,55 @@ class BlockIndex:
     # ------------------------------------------------------------------ searching
 
     def search(
-        self, fps: np.ndarray, distance: int | None = None, *, ordered: bool = True
+        self,
+        fps: np.ndarray,
+        distance: int | None = None,
+        *,
+        ordered: bool = True,
+        part: int = 0,
+        parts: int = 1,
     ) -> tuple[np.ndarray, ...]:
         """Every (query, row, distance) with a stored row within `distance` (default: the
         index's) of a query, for a batch of queries shaped as fingerprint_array() gives
         them; each pair once. Sorted by query, then distance, then row; in no set order
-        with `ordered=False`, which saves sorting millions of pairs in a crowded index."""
+        with `ordered=False`, which saves sorting millions of pairs in a crowded index.
+
+        With `parts` > 1, only the pairs of one part (0 .. parts - 1) of the tables, so
+        that `parts` threads can share a search (the compiled loops release the GIL):
+        the parts' pairs together are the whole search's, each once."""
         k = self._k(distance)
         queries = _words(fps, self.bits)
-        parts = []
+        tables = self.split_tables(parts)[part]
+        found = []
         for lo in range(0, len(queries), QUERY_SLICE):
-            for q, rows, d in self._search_slice(queries[lo : lo + QUERY_SLICE], k):
-                parts.append((q + lo, rows, d))
-        if not parts:
+            for q, rows, d in self._search_slice(queries[lo : lo + QUERY_SLICE], k, tables, part == 0):
+                found.append((q + lo, rows, d))
+        if not found:
             return _EMPTY
-        q, rows, d = (np.concatenate(x) for x in zip(*parts))
+        q, rows, d = (np.concatenate(x) for x in zip(*found))
         if not ordered:
             return q, rows, d
         order = np.lexsort((rows, d, q))
         return q[order], rows[order], d[order]
 
-    def _search_slice(self, queries: np.ndarray, k: int) -> Iterable[tuple[np.ndarray, ...]]:
+    def split_tables(self, parts: int) -> list[range]:
+        """The tables in `parts` consecutive ranges of nearly equal length."""
+        tables = len(self.layout.keys)
+        return [range(tables * i // parts, tables * (i + 1) // parts) for i in range(parts)]
+
+    def _search_slice(
+        self, queries: np.ndarray, k: int, tables: range, buffer: bool
+    ) -> Iterable[tuple[np.ndarray, ...]]:
+        """The pairs of every run, of `tables` only; with `buffer`, the buffer's too."""
+        whole = len(tables) == len(self.layout.keys)
         if self._runs:
             hashes = self.layout.key_hashes(queries)
         for run in self._runs:
-            yield run.search(self.layout, self._words, queries, hashes, k, self.compiled)
+            yield run.search(
+                self.layout, self._words, queries, hashes, k, self.compiled, None if whole else tables
+            )
+        if not buffer:
+            return
         start = self._buffer_start
         if start < self._n and self.compiled:  # the buffer: every query against every row
             from .compiled import cross_pairs

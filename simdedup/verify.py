@@ -193,16 +193,22 @@ class VerifyingDeduplicator(Deduplicator):
         mine, has_mine = self._batch_sketches(docs, present, sketches)
         bits, k = self.settings.bits, self.index.distance
         fparray = fingerprint_array([fps[i] for i in present], bits)
-        # The head index is searched beside the other once the indexes are large: most of
-        # both searches is then compiled loops that release the GIL, so the thread gets
-        # the second core. Nothing changes either index until both are done, and the
-        # thread ends with the batch (a process that forks workers later has none).
+        # Once the indexes are large, the head index is searched in one thread and half
+        # of the other index's tables in another, beside this one's half: most of those
+        # searches is then compiled loops that release the GIL, so the threads share the
+        # cores. Nothing changes either index until all are done, and the threads end
+        # with the batch (a process that forks workers later has none).
         heads_of = partial(_Heads.of, self, docs, present, heads, fparray, mine, has_mine)
         with _beside() if self.index.compiled else contextlib.nullcontext() as beside:
             later = beside.submit(heads_of) if beside is not None else None
             # Candidates that verify: kept rows (q, rows), and earlier documents of this
             # batch (second is a candidate duplicate of first).
-            q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
+            if beside is not None:
+                half = beside.submit(self._verified_kept, fparray, mine, has_mine, 1, 2)
+                found = zip(self._verified_kept(fparray, mine, has_mine, 0, 2), half.result())
+                q, rows, ds, sims = (np.concatenate(x) for x in found)
+            else:
+                q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
             first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
             pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
             ok = ~(pair_sims < self.min_jaccard)
@@ -300,12 +306,12 @@ class VerifyingDeduplicator(Deduplicator):
         return rows, dists
 
     def _verified_kept(
-        self, fparray: np.ndarray, mine: np.ndarray, has_mine: np.ndarray
+        self, fparray: np.ndarray, mine: np.ndarray, has_mine: np.ndarray, part: int = 0, parts: int = 1
     ) -> tuple[np.ndarray, ...]:
         """(q, rows, ds, sims): the kept rows within the distance of each query that
         verify, with their distances and similarities (NaN: a side has no sketch, decided
-        on the fingerprint)."""
-        q, rows, ds = self.index.search(fparray, ordered=False)
+        on the fingerprint); of one part of the index's tables (BlockIndex.search)."""
+        q, rows, ds = self.index.search(fparray, ordered=False, part=part, parts=parts)
         sims = self._similarities(mine, has_mine, q, self._sketches, self._has, rows)
         ok = ~(sims < self.min_jaccard)
         return q[ok], rows[ok], ds[ok], sims[ok]
@@ -445,8 +451,9 @@ _NONE = np.zeros(0, np.int64)
 
 
 def _beside() -> ThreadPoolExecutor:
-    """A thread for one batch's head-index search, named so that tests can find it."""
-    return ThreadPoolExecutor(1, thread_name_prefix=HEAD_THREAD)
+    """Threads for one batch's head-index search and half of its index search, named
+    so that tests can find them."""
+    return ThreadPoolExecutor(2, thread_name_prefix=HEAD_THREAD)
 
 
 HEAD_THREAD = "simdedup-heads"

@@ -36,6 +36,28 @@ def test_compiled_index_finds_exactly_the_brute_force_pairs(fps: list[int], k: i
     assert sorted(found) == brute_pairs(fps, k)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    fps=clustered(),
+    k=st.integers(0, 8),
+    parts=st.integers(2, 20),
+    compiled=st.booleans(),
+    buffer=st.sampled_from([1, 7]),
+)
+def test_a_search_split_over_tables_finds_each_pair_of_the_whole_once(
+    fps: list[int], k: int, parts: int, compiled: bool, buffer: int
+) -> None:
+    with mock.patch.object(index_module, "COMPILED_ROWS", 0 if compiled else 1 << 62):
+        index = BlockIndex(64, k, buffer_rows=buffer)
+        index.add_many(np.array(fps[: len(fps) // 2], np.uint64))  # runs and a buffer
+        queries = np.array(fps[len(fps) // 2 :], np.uint64)
+        whole = index.search(queries)
+        split = [index.search(queries, ordered=False, part=p, parts=parts) for p in range(parts)]
+    q, rows, d = (np.concatenate(x) for x in zip(*split))
+    order = np.lexsort((rows, d, q))
+    assert all(np.array_equal(x[order], y) for x, y in zip((q, rows, d), whole))
+
+
 def hot_and_random(seed: int, n: int) -> np.ndarray:
     """Half the fingerprints near a few centres (hot buckets), half uniform."""
     rng = np.random.default_rng(seed)
