@@ -32,15 +32,15 @@ from .settings import Settings
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
 
-#: Documents a worker is given at a time: a decided batch (1,024 from files) goes out in
-#: pieces, so that a short input still keeps every worker busy.
+#: Documents a worker is given at a time: a decided batch (cli.PIPELINE_BATCH, 4,096)
+#: goes out in pieces, so that a short input still keeps every worker busy.
 PIECE = 256
 #: Pieces a worker may have out, the one it works on included: enough to keep every
 #: worker busy while the parent reads and decides, few enough that memory stays flat
-#: (two batches of 1,024 per worker, as before batches were cut in pieces).
+#: (2,048 documents per worker; 24 or 32 measured no faster with batches of 4,096).
 PIECES_PER_JOB = 8
-#: Bytes a worker's connection may hold unread: a batch of 1,024 ~640-byte documents
-#: pickles to ~700 KB.
+#: Bytes a worker's connection may hold unread: its 8 pieces of 256 ~640-byte documents
+#: pickle to ~1.4 MB.
 SEND_BUFFER = 4 << 20
 #: jobs=AUTO: worker processes only where fingerprinting is the slow part. Below this
 #: many seconds per character of text (English words: ~0.015e-6; Chinese with rjieba:
