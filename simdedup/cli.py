@@ -498,10 +498,17 @@ def _fingerprinted(
     """read -> batches -> fingerprints (and sketches) in kw["jobs"] processes, for the
     commands that decide nothing; close the iterator to stop the workers."""
     problems = _Problems(messages)
+    sources = _sources(paths)
     stdin = Lines(_binary(sys.stdin))
-    docs = read_documents(_sources(paths), _read_options(kw), problems, stdin)
-    batched = batches(docs, PIPELINE_BATCH, flush=stdin.waiting)
-    return fingerprint_batches(batched, settings, kw["jobs"], sketches=sketches, idle=stdin.waiting), problems
+    docs = read_documents(sources, _read_options(kw), problems, stdin)
+    idle = _idle(sources, stdin)
+    batched = batches(docs, PIPELINE_BATCH, flush=idle)
+    return fingerprint_batches(batched, settings, kw["jobs"], sketches=sketches, idle=idle), problems
+
+
+def _idle(sources: list[str], stdin: Lines) -> Callable[[], bool] | None:
+    """What says the input waits on its writer: only stdin can (named files never do)."""
+    return stdin.waiting if STDIN in sources else None
 
 
 def _decisions(
@@ -559,7 +566,7 @@ def _run(
     start = time.perf_counter()
     interrupted = False
     try:
-        for decision in _progress(_decisions(docs, dd, jobs, stdin.waiting, flush), messages):
+        for decision in _progress(_decisions(docs, dd, jobs, _idle(sources, stdin), flush), messages):
             summary.count(decision)
             groups.add(decision)
             for writer in writers:
