@@ -801,11 +801,14 @@ def filter_(source: str | None, **kw: Any) -> None:
 
     Lines (or JSONL records, with --jsonl) come out unchanged, in input order; the
     first of each group of near-duplicates stays. Nothing else is written to stdout.
+    A pipe is read thousands of lines at a time while it is full, and line by line
+    while its writer is slow (tail -f).
 
     \b
     Example:
       zcat crawl.jsonl.gz | simdedup filter --jsonl --duplicates dups.jsonl > clean.jsonl
       zcat today.jsonl.gz | simdedup filter --jsonl --index seen.sdx > new.jsonl
+      tail -f app.log | simdedup filter
     """
     settings, read_options = _settings(kw), _read_options(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
