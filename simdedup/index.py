@@ -264,19 +264,18 @@ class _Run:
         queries: np.ndarray,
         hashes: np.ndarray,
         k: int,
-        compiled: bool = False,
-        part: range | None = None,
+        compiled: bool,
+        part: range,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query, row, distance) for every row of this run within k of a query, each once,
         given the queries' key_hashes; `compiled`: by compiled.search_run (64-bit only).
-        With `part` (a range of tables), only the pairs whose first agreeing table is in
-        it: searches split over tables find each pair once in all."""
+        Only the pairs whose first agreeing table is in `part` (a range of tables; all
+        of them for a whole search): searches split over tables find each pair once."""
         if compiled:
             from .compiled import search_run
 
             starts, masks, first = layout.compiled_blocks
             buckets = _bucket_of(hashes, self.p)
-            part = range(len(layout.keys)) if part is None else part
             return search_run(
                 self.order,
                 self.offsets,
@@ -312,8 +311,7 @@ class _Run:
         # A pair agreeing on several keys is found by several tables; keep the first's.
         table = pos // len(self)
         first = layout.first_tables[layout.agreeing_blocks(words[rows], queries[q])]
-        if part is not None:
-            table[(table < part.start) | (table >= part.stop)] = -2  # never a first table
+        table[(table < part.start) | (table >= part.stop)] = -2  # never a first table
         once = np.flatnonzero(table == first)
         return q[once], rows[once], d[once].astype(np.int64)
 
@@ -546,13 +544,10 @@ class BlockIndex:
         self, queries: np.ndarray, k: int, tables: range, buffer: bool
     ) -> Iterable[tuple[np.ndarray, ...]]:
         """The pairs of every run, of `tables` only; with `buffer`, the buffer's too."""
-        whole = len(tables) == len(self.layout.keys)
         if self._runs:
             hashes = self.layout.key_hashes(queries)
         for run in self._runs:
-            yield run.search(
-                self.layout, self._words, queries, hashes, k, self.compiled, None if whole else tables
-            )
+            yield run.search(self.layout, self._words, queries, hashes, k, self.compiled, tables)
         if not buffer:
             return
         start = self._buffer_start
