@@ -2,63 +2,86 @@
 
 The library works without the command line: read documents, fingerprint them in
 batches, look them up in an exact block index, and decide what duplicates what.
+
+The names below load their module on first use, so `import simdedup` costs nothing
+until then, and the command line (__main__) can set up the process before numpy loads.
 """
 
 from __future__ import annotations
 
-from .calibrate import calibrate
-from .dedup import Decision, Deduplicator, dedup, fingerprint_documents
-from .features import extract, normalize, tokenize
-from .fingerprint import (
-    FeatureHasher,
-    column_sums,
-    distance,
-    fingerprint_batch,
-    fingerprint_texts,
-    fingerprints_from_sums,
-    format_fingerprint,
-)
-from .index import BlockIndex, near_pairs
-from .parallel import fingerprint_batches
-from .read import Document, Problem, ReadOptions, read_documents
-from .settings import FINGERPRINT_SPEC_VERSION, Settings, block_layout
-from .status import ExitStatus, SettingsError, SimdedupError
-from .store import read_index, write_index
-from .verify import VerifyingDeduplicator
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "FINGERPRINT_SPEC_VERSION",
-    "BlockIndex",
-    "Decision",
-    "Deduplicator",
-    "Document",
-    "ExitStatus",
-    "FeatureHasher",
-    "Problem",
-    "ReadOptions",
-    "Settings",
-    "SettingsError",
-    "SimdedupError",
-    "VerifyingDeduplicator",
-    "__version__",
-    "block_layout",
-    "calibrate",
-    "column_sums",
-    "dedup",
-    "distance",
-    "extract",
-    "fingerprint_batch",
-    "fingerprint_batches",
-    "fingerprint_documents",
-    "fingerprint_texts",
-    "fingerprints_from_sums",
-    "format_fingerprint",
-    "near_pairs",
-    "normalize",
-    "read_documents",
-    "read_index",
-    "tokenize",
-    "write_index",
-]
+#: Each public name and the module that defines it.
+_WHERE = {
+    "calibrate": ".calibrate",
+    "Decision": ".dedup",
+    "Deduplicator": ".dedup",
+    "dedup": ".dedup",
+    "fingerprint_documents": ".dedup",
+    "extract": ".features",
+    "normalize": ".features",
+    "tokenize": ".features",
+    "FeatureHasher": ".fingerprint",
+    "column_sums": ".fingerprint",
+    "distance": ".fingerprint",
+    "fingerprint_batch": ".fingerprint",
+    "fingerprint_texts": ".fingerprint",
+    "fingerprints_from_sums": ".fingerprint",
+    "format_fingerprint": ".fingerprint",
+    "BlockIndex": ".index",
+    "near_pairs": ".index",
+    "fingerprint_batches": ".parallel",
+    "Document": ".read",
+    "Problem": ".read",
+    "ReadOptions": ".read",
+    "read_documents": ".read",
+    "FINGERPRINT_SPEC_VERSION": ".settings",
+    "Settings": ".settings",
+    "block_layout": ".settings",
+    "ExitStatus": ".status",
+    "SettingsError": ".status",
+    "SimdedupError": ".status",
+    "read_index": ".store",
+    "write_index": ".store",
+    "VerifyingDeduplicator": ".verify",
+}
+
+__all__ = sorted([*_WHERE, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # found here from now on, without this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # the names for type checkers, which do not run __getattr__
+    from .calibrate import calibrate  # noqa: F401
+    from .dedup import Decision, Deduplicator, dedup, fingerprint_documents  # noqa: F401
+    from .features import extract, normalize, tokenize  # noqa: F401
+    from .fingerprint import (  # noqa: F401
+        FeatureHasher,
+        column_sums,
+        distance,
+        fingerprint_batch,
+        fingerprint_texts,
+        fingerprints_from_sums,
+        format_fingerprint,
+    )
+    from .index import BlockIndex, near_pairs  # noqa: F401
+    from .parallel import fingerprint_batches  # noqa: F401
+    from .read import Document, Problem, ReadOptions, read_documents  # noqa: F401
+    from .settings import FINGERPRINT_SPEC_VERSION, Settings, block_layout  # noqa: F401
+    from .status import ExitStatus, SettingsError, SimdedupError  # noqa: F401
+    from .store import read_index, write_index  # noqa: F401
+    from .verify import VerifyingDeduplicator  # noqa: F401

@@ -422,6 +422,31 @@ def test_python_dash_m_runs_the_cli(lines: Path) -> None:
     assert result.returncode == 0 and "kept" in result.stdout
 
 
+CHILD_THREADS = "import simdedup.__main__, os; print(len(os.listdir('/proc/self/task')))"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_the_command_starts_no_blas_threads_unless_told_to() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    alone = subprocess.run([sys.executable, "-c", CHILD_THREADS], env=env, capture_output=True, text=True)
+    assert alone.stdout.strip() == "1", alone.stderr
+    env["OPENBLAS_NUM_THREADS"] = "2"  # a setting of the user's is kept
+    told = subprocess.run([sys.executable, "-c", CHILD_THREADS], env=env, capture_output=True, text=True)
+    assert told.stdout.strip() == "2", told.stderr
+
+
+def test_the_library_loads_its_modules_when_a_name_is_used() -> None:
+    code = (
+        "import os, sys, simdedup\n"
+        "print('numpy' in sys.modules, 'OPENBLAS_NUM_THREADS' in os.environ)\n"
+        "from simdedup import *\n"
+        "print(sorted(simdedup.__all__) == sorted(dir(simdedup)), Settings().distance)"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert result.stdout.split() == ["False", "False", "True", "4"], result.stderr
+
+
 def read_one_line_and_leave(*args: str) -> tuple[int, str]:
     """Run simdedup as `simdedup ... | head -n 1` would: (exit code, stderr)."""
     proc = subprocess.Popen(simdedup(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
