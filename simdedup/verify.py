@@ -44,7 +44,7 @@ class VerifyingDeduplicator(Deduplicator):
     bounds the work any one head can cause.
 
     Memory: `sketcher.nbytes` + 1 bytes per row (257 with the default sketch), in arrays
-    that grow by half again when full; for each row with a head, a second BlockIndex
+    that double when full; for each row with a head, a second BlockIndex
     row and 8 bytes (`head_index`, `head_rows`).
     Documents given as features have no sketch and no head, nor do rows preloaded with
     `extend` without sketches: a fingerprint match involving one is decided on the
@@ -72,11 +72,13 @@ class VerifyingDeduplicator(Deduplicator):
         self._head_rows = np.zeros(0, np.int64)
 
     def _reserve(self, rows: int) -> None:
-        """Room for `rows` rows: growth by half again, so appending a row is amortized
-        O(1) and at most a third of the arrays is spare."""
+        """Room for `rows` rows: the arrays double when full, so appending a row is
+        amortized O(1). Spare rows are never written, so their pages are not resident
+        (np.zeros). Growth by half again cost a 1M-document scan 1.1 s here, against
+        0.4 s, mostly the kernel's faults on each copy's new pages."""
         if rows <= len(self._has):
             return
-        capacity = max(rows, len(self._has) * 3 // 2, 1024)
+        capacity = max(rows, len(self._has) * 2, 1024)
         sketches = np.zeros((capacity, self.sketcher.nbytes), np.uint8)
         sketches[: len(self._has)] = self._sketches
         has = np.zeros(capacity, bool)
