@@ -10,6 +10,8 @@ until then, and the command line (__main__) can set up the process before numpy 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -63,6 +65,21 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return __all__
+
+
+class _Package(types.ModuleType):
+    """This package, whose functions dedup and calibrate share their modules' names.
+
+    Loading a submodule sets it as the package's attribute of that name; here the
+    function of that name is set instead, as an import of every name at once did."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _WHERE.get(name) == "." + name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # the names for type checkers, which do not run __getattr__

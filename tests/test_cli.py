@@ -439,12 +439,14 @@ def test_the_library_loads_its_modules_when_a_name_is_used() -> None:
     code = (
         "import os, sys, simdedup\n"
         "print('numpy' in sys.modules, 'OPENBLAS_NUM_THREADS' in os.environ)\n"
+        "import simdedup.dedup, simdedup.calibrate\n"  # modules named as functions of the package
         "from simdedup import *\n"
-        "print(sorted(simdedup.__all__) == sorted(dir(simdedup)), Settings().distance)"
+        "print(sorted(simdedup.__all__) == sorted(dir(simdedup)), Settings().distance)\n"
+        "print(callable(dedup), callable(calibrate), simdedup.dedup is dedup)"
     )
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert result.stdout.split() == ["False", "False", "True", "4"], result.stderr
+    assert result.stdout.split() == ["False", "False", "True", "4", "True", "True", "True"], result.stderr
 
 
 def read_one_line_and_leave(*args: str) -> tuple[int, str]:
