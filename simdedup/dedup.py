@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import islice
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -24,10 +23,10 @@ from .settings import MIN_JACCARD, Settings
 Status = Literal["unique", "duplicate", "empty"]
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """What became of one document. `row` is the index row it was kept as (unique), or
-    the row of the kept document it duplicates (duplicate); None for empty documents."""
+    the row of the kept document it duplicates (duplicate); None for empty documents.
+    A NamedTuple, like Document: one is made per document."""
 
     doc: Document
     fingerprint: int | None
@@ -173,8 +172,7 @@ class Deduplicator:
                 kept[j] = False
                 target[j], target_d[j] = best[2], best[0]
         new_rows = len(self.index) + np.cumsum(kept) - 1
-        for pos in np.flatnonzero(kept).tolist():
-            self.ids.append(docs[present[pos]].id)
+        self.ids.extend(docs[present[pos]].id for pos in np.flatnonzero(kept).tolist())
         for pos, (i, is_kept, srow, sd, t) in enumerate(
             zip(present, kept.tolist(), stored_rows.tolist(), stored_ds.tolist(), target.tolist())
         ):

@@ -261,8 +261,7 @@ class VerifyingDeduplicator(Deduplicator):
         self._reserve(base + len(new))
         self._sketches[base : base + len(new)] = mine[new]
         self._has[base : base + len(new)] = has_mine[new]
-        for pos in new.tolist():
-            self.ids.append(docs[present[pos]].id)
+        self.ids.extend(docs[present[pos]].id for pos in new.tolist())
         for pos, (i, row) in enumerate(zip(present, new_rows.tolist())):
             if row >= 0:
                 decisions[i] = Decision(docs[i], fps[i], "unique", row)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import Deduplicator, Document, Settings, dedup
+from simdedup.dedup import Ids
 
 
 def decide_all(fps: list[int | None], k: int = 3) -> list[tuple[str, str | None, int | None]]:
@@ -94,6 +95,25 @@ def test_extending_twice_appends_the_second_ids_after_the_first() -> None:
     more.extend([3], ["ccc"])
     dd.extend(more.index.fingerprint_array(), more.ids)
     assert list(dd.ids) == ["a", "bb", "ccc"] and dd.index.fingerprints[2] == 3
+
+
+ID = st.text(st.characters(codec="utf-8") | st.sampled_from(["\udcff", "\udc80"]), max_size=12)
+
+
+@given(st.lists(st.tuples(st.booleans(), st.lists(ID, max_size=6)), max_size=8))
+def test_ids_hold_what_was_appended_and_extended_in_order(steps: list[tuple[bool, list[str]]]) -> None:
+    packed, plain = Ids(), []
+    for one_by_one, ids in steps:
+        if one_by_one:
+            for doc_id in ids:
+                packed.append(doc_id)
+        else:
+            packed.extend(iter(ids))
+        plain.extend(ids)
+    assert len(packed) == len(plain) and list(packed) == plain
+    again = Ids()
+    again.extend(packed)  # packed to packed
+    assert list(again) == plain
 
 
 def test_an_empty_index_given_to_the_deduplicator_is_the_one_it_fills() -> None:
