@@ -21,7 +21,7 @@ from typing import IO
 import pytest
 from click.testing import CliRunner, Result
 
-from simdedup.cli import main
+from simdedup.cli import PIPELINE_BATCH, main
 
 EN = (
     "The harbour was quiet that morning, with fishing boats tied up along the stone wall and "
@@ -499,6 +499,52 @@ def test_ctrl_c_exits_130_after_flushing_what_was_written(tmp_path: Path) -> Non
     assert b"interrupted" in stderr and b"Traceback" not in stderr
     decided = [json.loads(line) for line in report.read_text().splitlines()]
     assert len(decided) >= 256
+
+
+SLOW_SECOND_BATCH = """
+import os, sys, time
+from simdedup import verify
+from simdedup.cli import main
+
+decide_many = verify.VerifyingDeduplicator.decide_many
+calls = [0]
+
+def slow(self, *args, **kwargs):
+    calls[0] += 1
+    if calls[0] == 2:  # by the end of the first 2 s, the first batch is written, the third read
+        time.sleep(2)
+        open(os.environ["DECIDING"], "w").close()
+        time.sleep(2)
+    return decide_many(self, *args, **kwargs)
+
+verify.VerifyingDeduplicator.decide_many = slow
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_while_a_batch_is_decided_still_writes_its_decisions(tmp_path: Path) -> None:
+    docs = tmp_path / "docs.txt"
+    docs.write_text(
+        "".join(f"document {i} of {i % 97} words and {i * 7} more\n" for i in range(3 * PIPELINE_BATCH))
+    )
+    report, deciding = tmp_path / "report.jsonl", tmp_path / "deciding"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SECOND_BATCH, "scan", str(docs), "-j", "1", "--report", str(report)],
+        env={**os.environ, "DECIDING": str(deciding)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while not deciding.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    decided = [json.loads(line) for line in report.read_text().splitlines()]
+    # the first batch, and the second, whose decisions were being made when Ctrl-C came
+    assert len(decided) >= 2 * PIPELINE_BATCH
+    assert [d["id"] for d in decided] == [f"{docs}:{i + 1}" for i in range(len(decided))]
 
 
 def line_within(stream: IO[bytes], seconds: float = 30) -> bytes:
