@@ -536,13 +536,20 @@ def _decisions(
     batched = batches(docs, PIPELINE_BATCH, flush=idle)
     made = fingerprint_batches(batched, dd.settings, jobs, sketches=sketches, idle=idle)
     deciding: deque[Future[list[Decision]]] = deque()
+    given = 0  # how many of deciding[0]'s decisions were handed back
 
     def handed(keep: int = 0) -> Iterator[Decision]:
-        """The decisions of all but the last `keep` batches being decided, in order."""
+        """The decisions of all but the last `keep` batches being decided, in order. A
+        KeyboardInterrupt thrown in at a yield (Ctrl-C while the caller writes) leaves
+        the rest to be handed back by the next call."""
+        nonlocal given
         while len(deciding) > keep:
             decisions = deciding[0].result()  # interrupted here, the batch stays queued
+            while given < len(decisions):
+                given += 1
+                yield decisions[given - 1]
             deciding.popleft()
-            yield from decisions
+            given = 0
             if after_batch is not None:
                 after_batch()
 
@@ -551,10 +558,10 @@ def _decisions(
             for batch, *results in made:
                 deciding.append(decider.submit(dd.decide_many, batch, *results))
                 yield from handed(keep=0 if idle is not None and idle() else 1)
+            yield from handed()
         except KeyboardInterrupt:
             yield from handed()
             raise
-        yield from handed()
 
 
 def _run(
@@ -587,16 +594,28 @@ def _run(
 
     stdin = Lines(_binary(sys.stdin))
     docs = read_documents(sources, read_options, on_problem, stdin=stdin)
+
+    def record(decision: Decision) -> None:
+        summary.count(decision)
+        groups.add(decision)
+        for writer in writers:
+            writer.write(decision)
+
     start = time.perf_counter()
     interrupted = False
+    decided = _decisions(docs, dd, jobs, _idle(sources, stdin), flush)
+    shown = _progress(decided, messages)  # held here: the loop's end would close it, and `decided`
     try:
-        for decision in _progress(_decisions(docs, dd, jobs, _idle(sources, stdin), flush), messages):
-            summary.count(decision)
-            groups.add(decision)
-            for writer in writers:
-                writer.write(decision)
+        for decision in shown:
+            record(decision)
     except KeyboardInterrupt:
         interrupted = True
+        # Ctrl-C while writing: the batches already read are still decided, so they are
+        # written too, and the outputs (and an --index saved after) hold the same documents.
+        with contextlib.suppress(KeyboardInterrupt, StopIteration):
+            record(decided.throw(KeyboardInterrupt()))
+            for decision in decided:
+                record(decision)
     summary.seconds = time.perf_counter() - start
     summary.set_groups(groups.sizes())
     return summary, groups, interrupted

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from click.testing import CliRunner, Result
 from filelock import FileLock, Timeout
 
 from simdedup.cli import PIPELINE_BATCH, main
+from simdedup.report import ReportWriter
 from simdedup.settings import FINGERPRINT_SPEC_VERSION
 from simdedup.sketch import SKETCH_SPEC
 from simdedup.store import StoredIndex, jieba_record, lock_path, read_index, write_index
@@ -155,6 +157,34 @@ def test_a_finished_runs_index_holds_every_document_it_reported_unique(index: Pa
     stored_pairs = {(i, f"{fp:016x}") for i, fp in zip(stored.ids(), stored.fingerprints.tolist())}
     assert len(unique) == 300 and unique <= stored_pairs
     assert len(stored) == 306
+
+
+def test_ctrl_c_while_writing_saves_an_index_of_the_documents_written(
+    index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next batch is decided while one is written; Ctrl-C then still writes it, so
+    that no document goes into the index without having gone into the outputs."""
+    lines = write_lines(tmp_path / "many.txt", texts(3 * PIPELINE_BATCH, seed=11))
+    report = tmp_path / "report.jsonl"
+    before = set(zip(read_index(index).ids(), read_index(index).fingerprints.tolist()))
+    write, calls = ReportWriter.write, [0]
+
+    def interrupted_once(self: ReportWriter, decision: Any) -> None:
+        calls[0] += 1
+        if calls[0] == 100:  # Ctrl-C as this decision is written
+            raise KeyboardInterrupt
+        write(self, decision)
+
+    monkeypatch.setattr(ReportWriter, "write", interrupted_once)
+    result = run("filter", str(lines), "--index", str(index), "--report", str(report), "-j", "1", "-q")
+    assert result.exit_code == 130
+    records = [json.loads(line) for line in report.read_text().splitlines()]
+    assert len(records) >= PIPELINE_BATCH
+    written = {(r["id"], int(r["fingerprint"], 16)) for r in records if r["status"] == "unique"}
+    stored = read_index(index)
+    added = set(zip(stored.ids(), stored.fingerprints.tolist())) - before
+    assert written <= added
+    assert len(added - written) <= 1  # at most the one whose record Ctrl-C cut off
 
 
 def test_the_summary_json_names_the_index_and_what_was_added(index: Path, day2: Path, tmp_path: Path) -> None:
