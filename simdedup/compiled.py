@@ -32,6 +32,25 @@ def _popcount(x):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
+def table_buckets(words, starts, masks, mix, p):  # type: ignore[no-untyped-def]
+    """Each 64-bit fingerprint's bucket (int64) in a table keyed on the blocks at
+    `starts` with `masks`, among 2 ** p: index.Layout.key_hash and _bucket_of in one
+    pass, the same integers (uint64 arithmetic wraps alike), without their arrays."""
+    out = np.empty(words.shape[0], np.int64)
+    shift = np.uint64(64 - p)
+    for i in range(words.shape[0]):
+        x = words[i]
+        h = ((x >> starts[0]) & masks[0]) * mix[0]
+        for b in range(1, starts.shape[0]):
+            h ^= h >> np.uint64(29)
+            h = (h ^ ((x >> starts[b]) & masks[b])) * mix[1]
+        h ^= h >> np.uint64(32)
+        h *= mix[2]
+        out[i] = np.int64(h >> shift) if p > 0 else 0
+    return out
+
+
+@njit(cache=True, nogil=True)
 def build_table(buckets, order, offsets):  # type: ignore[no-untyped-def]
     """One table of a run from each row's bucket (int64): its rows grouped by bucket,
     ascending inside a bucket, written to `order` (uint32, one per row), and where each
@@ -291,8 +310,9 @@ def warm() -> None:
     that the first large run does not spend seconds compiling."""
     words = np.arange(4, dtype=np.uint64)
     order, offsets = np.zeros(4, np.uint32), np.zeros(3, np.uint32)
-    build_table(np.zeros(4, np.int64), order, offsets)
-    ones, first, buckets = np.ones(1, np.uint64), np.zeros(2, np.int64), np.zeros((1, 4), np.int64)
+    ones = np.ones(1, np.uint64)
+    build_table(table_buckets(words, ones, ones, np.ones(3, np.uint64), 1), order, offsets)
+    first, buckets = np.zeros(2, np.int64), np.zeros((1, 4), np.int64)
     search_run(order, offsets.reshape(1, 3), 0, buckets, words, words, 1, ones, ones, first, 0, 1)
     table_pairs(order, offsets, 0, words, 1, 0, ones, ones, first)
     all_pairs(words, 1)

@@ -34,6 +34,7 @@ QUERY_SLICE = 4096
 COMPILED_ROWS = 1 << 15
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
+_MIX_WORDS = np.array(_MIX, np.uint64)  # the same, for compiled.table_buckets
 
 
 def fingerprint_array(fps: Sequence[int], bits: int = 64) -> np.ndarray:
@@ -132,6 +133,13 @@ class Layout:
         return np.where(b < 0, -1, first)
 
     @functools.cached_property
+    def compiled_keys(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(start, mask) of each table's key blocks, as compiled.table_buckets takes them
+        (64-bit fingerprints)."""
+        starts, masks, _ = self.compiled_blocks
+        return [(starts[list(key)], masks[list(key)]) for key in self.keys]
+
+    @functools.cached_property
     def compiled_blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(start, mask) of each block and first_tables, as compiled.search_run takes them."""
         starts = np.array([start for start, _ in self.blocks], np.uint64)
@@ -222,17 +230,19 @@ class _Run:
         # few arrays of the run's size.
         self.order = np.empty(tables * size, dtype=np.uint32)
         self.offsets = np.empty((tables, n_buckets + 1), dtype=np.uint32)
-        values = layout.block_values(words[start:end])
-        local = np.arange(size, dtype=np.uint64)
-        bucket_starts = np.arange(n_buckets + 1, dtype=np.uint64) << np.uint64(32)
+        if not compiled:
+            values = layout.block_values(words[start:end])
+            local = np.arange(size, dtype=np.uint64)
+            bucket_starts = np.arange(n_buckets + 1, dtype=np.uint64) << np.uint64(32)
 
         def build(t: int) -> None:
             if compiled:
-                from .compiled import build_table
+                from .compiled import build_table, table_buckets
 
                 self.offsets[t] = 0
+                starts, masks = layout.compiled_keys[t]
                 build_table(
-                    _bucket_of(layout.key_hash(values, t), self.p),
+                    table_buckets(words[start:end, 0], starts, masks, _MIX_WORDS, self.p),
                     self.order[t * size : (t + 1) * size],
                     self.offsets[t],
                 )

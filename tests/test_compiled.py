@@ -14,7 +14,7 @@ from test_index import brute_pairs, clustered
 from simdedup import BlockIndex, Document, Settings
 from simdedup import index as index_module
 from simdedup import verify as verify_module
-from simdedup.index import near_pair_arrays
+from simdedup.index import Layout, _Run, near_pair_arrays
 from simdedup.sketch import SKETCH
 from simdedup.verify import VerifyingDeduplicator
 
@@ -34,6 +34,18 @@ def test_compiled_index_finds_exactly_the_brute_force_pairs(fps: list[int], k: i
             index.add(fp)
         index._check()
     assert sorted(found) == brute_pairs(fps, k)
+
+
+@settings(max_examples=80, deadline=None)
+@given(fps=clustered(), k=st.integers(0, 16), sparse=st.booleans(), start=st.integers(0, 5))
+def test_compiled_tables_are_the_numpy_tables(fps: list[int], k: int, sparse: bool, start: int) -> None:
+    words = np.array(fps, np.uint64).reshape(-1, 1)
+    layout = Layout.for_(64, k)
+    start = min(start, len(fps))
+    numpy_run = _Run(layout, words, start, len(fps), sparse=sparse, compiled=False)
+    compiled_run = _Run(layout, words, start, len(fps), sparse=sparse, compiled=True)
+    assert np.array_equal(compiled_run.order, numpy_run.order)
+    assert np.array_equal(compiled_run.offsets, numpy_run.offsets)
 
 
 @settings(max_examples=60, deadline=None)
