@@ -604,7 +604,7 @@ def _run(
     start = time.perf_counter()
     interrupted = False
     decided = _decisions(docs, dd, jobs, _idle(sources, stdin), flush)
-    shown = _progress(decided, messages)  # held here: the loop's end would close it, and `decided`
+    shown = _progress(decided, messages)  # named: dropped when the loop ends, it would close `decided`
     try:
         for decision in shown:
             record(decision)
