@@ -503,14 +503,21 @@ def _fingerprinted(
     sources = _sources(paths)
     stdin = Lines(_binary(sys.stdin))
     docs = read_documents(sources, _read_options(kw), problems, stdin)
-    idle = _idle(sources, stdin)
-    batched = batches(docs, PIPELINE_BATCH, flush=idle)
-    return fingerprint_batches(batched, settings, kw["jobs"], sketches=sketches, idle=idle), problems
+    return _batched(docs, settings, kw["jobs"], sketches, _idle(sources, stdin)), problems
 
 
 def _idle(sources: list[str], stdin: Lines) -> Callable[[], bool] | None:
     """What says the input waits on its writer: only stdin can (named files never do)."""
     return stdin.waiting if STDIN in sources else None
+
+
+def _batched(
+    docs: Iterator[Document], settings: Settings, jobs: int, sketches: bool, idle: Callable[[], bool] | None
+) -> Iterator[tuple[Any, ...]]:
+    """Batches of PIPELINE_BATCH documents, or fewer where idle() says the input waits
+    on its writer, each with its fingerprints (and sketches) from `jobs` processes."""
+    batched = batches(docs, PIPELINE_BATCH, flush=idle)
+    return fingerprint_batches(batched, settings, jobs, sketches=sketches, idle=idle)
 
 
 def _decisions(
@@ -532,9 +539,7 @@ def _decisions(
     reading on when the input waits on its writer, and on Ctrl-C every batch read so far
     is still decided and handed back before the interrupt goes on."""
     # A verifying Deduplicator gets the batch's sketches too, made by the workers.
-    sketches = isinstance(dd, VerifyingDeduplicator)
-    batched = batches(docs, PIPELINE_BATCH, flush=idle)
-    made = fingerprint_batches(batched, dd.settings, jobs, sketches=sketches, idle=idle)
+    made = _batched(docs, dd.settings, jobs, isinstance(dd, VerifyingDeduplicator), idle)
     deciding: deque[Future[list[Decision]]] = deque()
     given = 0  # how many of deciding[0]'s decisions were handed back
 

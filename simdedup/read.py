@@ -32,7 +32,7 @@ class Document(NamedTuple):
 
     `raw` is what --unique writes back: the line or JSONL record unchanged (bytes, so
     invalid UTF-8 survives), or the path of a directory member. A NamedTuple: one is
-    made per document read, and a frozen dataclass took three times as long to make.
+    made per document read, and a frozen dataclass took more than twice as long to make.
     """
 
     id: str
