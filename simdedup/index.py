@@ -272,20 +272,23 @@ class _Run:
         layout: Layout,
         words: np.ndarray,
         queries: np.ndarray,
-        hashes: np.ndarray,
+        hashes: np.ndarray | None,
         k: int,
         compiled: bool,
         part: range,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query, row, distance) for every row of this run within k of a query, each once,
-        given the queries' key_hashes; `compiled`: by compiled.search_run (64-bit only).
+        given the queries' key_hashes; `compiled`: by compiled.search_run (64-bit only),
+        which needs no hashes.
         Only the pairs whose first agreeing table is in `part` (a range of tables; all
         of them for a whole search): searches split over tables find each pair once."""
         if compiled:
-            from .compiled import search_run
+            from .compiled import search_run, table_buckets
 
             starts, masks, first = layout.compiled_blocks
-            buckets = _bucket_of(hashes, self.p)
+            buckets = np.zeros((len(layout.keys), len(queries)), np.int64)  # only `part`'s are read
+            for t in part:
+                buckets[t] = table_buckets(queries[:, 0], *layout.compiled_keys[t], _MIX_WORDS, self.p)
             return search_run(
                 self.order,
                 self.offsets,
@@ -300,6 +303,7 @@ class _Run:
                 part.start,
                 part.stop,
             )  # type: ignore[no-any-return]
+        assert hashes is not None
         tables, m = hashes.shape
         n_buckets = self.offsets.shape[1] - 1
         flat = (_bucket_of(hashes, self.p) + np.arange(tables)[:, None] * (n_buckets + 1)).ravel()
@@ -554,8 +558,9 @@ class BlockIndex:
         self, queries: np.ndarray, k: int, tables: range, buffer: bool
     ) -> Iterable[tuple[np.ndarray, ...]]:
         """The pairs of every run, of `tables` only; with `buffer`, the buffer's too."""
-        if self._runs:
-            hashes = self.layout.key_hashes(queries)
+        # The numpy search hashes every table's keys once for all runs; a compiled run
+        # finds the buckets of `tables` only, in one compiled pass each.
+        hashes = self.layout.key_hashes(queries) if self._runs and not self.compiled else None
         for run in self._runs:
             yield run.search(self.layout, self._words, queries, hashes, k, self.compiled, tables)
         if not buffer:
