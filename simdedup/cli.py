@@ -10,12 +10,14 @@ import contextlib
 import ctypes
 import functools
 import gzip
+import io
 import json
 import os
+import stat
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
@@ -27,13 +29,24 @@ from .calibrate import LabelledPair
 from .calibrate import best as best_scores
 from .calibrate import calibrate as calibrate_pairs
 from .calibrate import presets as calibration_presets
-from .dedup import Decision, Deduplicator, batches
+from .dedup import Decision, Deduplicator, batches, fingerprint_documents
 from .features import extract
 from .fingerprint import FeatureHasher, format_fingerprint
 from .fingerprint import distance as hamming
 from .index import Layout
-from .parallel import AUTO, fingerprint_batches
-from .read import STDIN, Document, Lines, Problem, ReadOptions, read_documents
+from .parallel import AUTO, default_jobs, fingerprint_batches, ordered_map
+from .read import (
+    CHUNK_BYTES,
+    STDIN,
+    Chunk,
+    Document,
+    Lines,
+    Problem,
+    ReadOptions,
+    read_chunk,
+    read_chunks,
+    read_documents,
+)
 from .report import (
     GROUP_COLUMNS,
     DuplicatesWriter,
@@ -324,16 +337,14 @@ def message_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr but errors.")(f)
 
 
-def jobs_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "-j",
-        "--jobs",
-        type=click.IntRange(0),
-        default=AUTO,
-        show_default=True,
-        help="Fingerprint in N processes (0: one per CPU if fingerprinting is the slow part,"
-        " as with Chinese text; this process alone if not). The results are the same for every N.",
-    )(f)
+_JOBS_HELP = (
+    "Fingerprint in N processes (0: one per CPU if fingerprinting is the slow part,"
+    " as with Chinese text; this process alone if not). The results are the same for every N."
+)
+
+
+def jobs_option(f: Callable[..., Any], help: str = _JOBS_HELP) -> Callable[..., Any]:
+    return click.option("-j", "--jobs", type=click.IntRange(0), default=AUTO, show_default=True, help=help)(f)
 
 
 def index_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -885,7 +896,12 @@ def filter_(source: str | None, **kw: Any) -> None:
 @input_options
 @fingerprint_options
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True)
-@jobs_option
+@functools.partial(
+    jobs_option,
+    help="Fingerprint in N processes (0: one per CPU for named files of 2 MiB or more, which"
+    " workers read, fingerprint and format in chunks; for stdin and directories, as scan)."
+    " The results are the same for every N.",
+)
 @message_options
 @_broken_pipe_safe
 def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
@@ -900,23 +916,88 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
     settings = _settings(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
     stream = _binary(sys.stdout)
-    out = RecordWriter(stream, "jsonl", ()) if fmt == "jsonl" else None
-    fingerprinted, problems = _fingerprinted(paths, settings, kw, messages)
+    problems = _Problems(messages)
+    printed = _printed_chunks(paths, settings, kw, fmt, problems)
     try:
-        with contextlib.closing(fingerprinted):
-            for batch, fps in fingerprinted:
-                for doc, fp in zip(batch, fps):
-                    hex_fp = None if fp is None else format_fingerprint(fp, settings.bits)
-                    if out is not None:
-                        out.write({"id": doc.id, "fingerprint": hex_fp})
-                    else:
-                        stream.write(f"{hex_fp or '-'}\t{doc.id}\n".encode())
+        with contextlib.closing(printed):
+            for text, found in printed:
+                for problem in found:
+                    problems(problem)
+                stream.write(text)
                 stream.flush()  # a batch at a time: what a trickle brought goes out now
     except KeyboardInterrupt:
         stream.flush()
         sys.exit(ExitStatus.INTERRUPTED)
     stream.flush()
     sys.exit(ExitStatus.INPUT_ERRORS if problems.errors else ExitStatus.OK)
+
+
+def _printed_chunks(
+    paths: tuple[str, ...], settings: Settings, kw: dict[str, Any], fmt: str, problems: _Problems
+) -> Iterator[tuple[bytes, list[Problem]]]:
+    """What `fingerprint` prints, a piece at a time, with the input problems to report
+    before it. Named files are read in chunks of lines that worker processes parse,
+    fingerprint and format (read.read_chunks; the main process only copies bytes); stdin
+    and directories a document at a time, fingerprinted in batches."""
+    sources, read_options = _sources(paths), _read_options(kw)
+    jobs = _chunk_jobs(sources, kw["jobs"])
+    if jobs is not None:
+        setup = functools.partial(_chunk_printer, settings, read_options, fmt)
+        return ordered_map(setup, read_chunks(sources, read_options), jobs)
+    stdin = Lines(_binary(sys.stdin))
+    docs = read_documents(sources, read_options, problems, stdin)
+    made = _batched(docs, settings, kw["jobs"], False, _idle(sources, stdin))
+    return ((_fingerprint_lines(batch, fps, settings.bits, fmt), []) for batch, fps in made)
+
+
+def _chunk_jobs(sources: list[str], jobs: int) -> int | None:
+    """The processes that fingerprint `sources` read in chunks; None where one is stdin
+    or a directory. --jobs 0: one per CPU once the files hold CHUNK_WORKERS_FROM bytes."""
+    if any(source == STDIN or os.path.isdir(source) for source in sources):
+        return None
+    if jobs != AUTO:
+        return jobs
+    size = 0
+    for source in sources:
+        with contextlib.suppress(OSError):
+            info = os.stat(source)
+            size += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    return default_jobs() if size >= CHUNK_WORKERS_FROM else 1
+
+
+#: --jobs 0 reads named files with workers from this many bytes on.
+CHUNK_WORKERS_FROM = 2 * CHUNK_BYTES
+
+
+def _chunk_printer(
+    settings: Settings, read_options: ReadOptions, fmt: str
+) -> Callable[[Chunk | Problem], tuple[bytes, list[Problem]]]:
+    """A worker's task for `fingerprint` (parallel.ordered_map): a Chunk's printed
+    fingerprints and its input problems; a Problem of the reading, passed on in its place."""
+    hasher = FeatureHasher(settings.bits, settings.seed)
+
+    def printed(item: Chunk | Problem) -> tuple[bytes, list[Problem]]:
+        if isinstance(item, Problem):
+            return b"", [item]
+        found: list[Problem] = []
+        docs = list(read_chunk(item, read_options, found.append))
+        return _fingerprint_lines(
+            docs, fingerprint_documents(docs, settings, hasher), settings.bits, fmt
+        ), found
+
+    return printed
+
+
+def _fingerprint_lines(docs: Sequence[Document], fps: Sequence[int | None], bits: int, fmt: str) -> bytes:
+    """`fingerprint`'s output for documents: FINGERPRINT<TAB>ID lines, or JSONL records."""
+    hexes = [None if fp is None else format_fingerprint(fp, bits) for fp in fps]
+    if fmt == "tsv":
+        return "".join(f"{hex_fp or '-'}\t{doc.id}\n" for doc, hex_fp in zip(docs, hexes)).encode()
+    buffer = io.BytesIO()
+    out = RecordWriter(buffer, "jsonl", ())
+    for doc, hex_fp in zip(docs, hexes):
+        out.write({"id": doc.id, "fingerprint": hex_fp})
+    return buffer.getvalue()
 
 
 def _read_whole(path: str) -> Document:

@@ -5,6 +5,10 @@ sketches when asked: the same results, in the same order, for any number of jobs
 fingerprint or a sketch never depends on its batch or process). Workers get the
 Settings once, build their own FeatureHasher, ignore Ctrl-C (the parent decides what an
 interrupt means) and die with the parent. Never prints.
+
+ordered_map runs any task over a stream of items in the same workers, in order: the
+`fingerprint` command gives them whole chunks of a file's lines (read.read_chunks) to
+parse, fingerprint and format, so that its main process only moves bytes.
 """
 
 from __future__ import annotations
@@ -13,13 +17,16 @@ import contextlib
 import multiprocessing
 import os
 import pickle
+import queue
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from itertools import chain
 from multiprocessing.connection import Connection
 from typing import Any, cast
@@ -142,7 +149,7 @@ def fingerprint_batches(
                 yield _as_tuple(first, done_here)
             return
         it = chain((following,), it)
-    workers = _Workers(settings, jobs, sketches)
+    workers = _Workers(partial(_batch_task, settings, sketches), jobs)
     # Each batch with its parts in order: a Result made here, or the connection of the
     # worker that makes it. Every worker answers in the order it was sent to.
     pending: deque[tuple[Sequence[Document], list[Any]]] = deque()
@@ -219,13 +226,60 @@ def _joined(results: list[Result]) -> Result:
     return [fp for fps in cast(list[list[int | None]], results) for fp in fps]
 
 
-class _Workers:
-    """`jobs` forked processes, each fed whole batches over a pipe of its own. No
-    threads in the parent (a process pool's feeder and manager threads cost it about
-    twice the CPU per batch): the parent writes a batch, and reads each worker's answers
-    in the order it sent them."""
+def ordered_map(setup: Callable[[], Callable[[Any], Any]], items: Iterable[Any], jobs: int) -> Iterator[Any]:
+    """task(item) for every item, in order, where task = setup(): in this process when
+    jobs == 1, else in `jobs` worker processes, each with a task of its own, fed round
+    robin with at most jobs * PIECES_PER_JOB items out at once (so memory stays flat).
+    The first item is done here before the workers start: they inherit what it loaded
+    (jieba's dictionary). `setup` must pickle where processes are not forked. Close the
+    iterator to stop the workers early; on any exception they are stopped at once."""
+    it = iter(items)
+    task = setup()
+    first = next(it, None)
+    if first is None:
+        return
+    yield task(first)
+    if jobs == 1:
+        yield from map(task, it)
+        return
+    following = next(it, None)
+    if following is None:
+        return
+    workers = _Workers(setup, jobs)
+    out: deque[Connection] = deque()  # the worker of each item out, in order
+    try:
+        for n, item in enumerate(chain((following,), it)):
+            conn = workers.conns[n % jobs]
+            workers.send(conn, item)
+            out.append(conn)
+            while out and (len(out) >= jobs * PIECES_PER_JOB or out[0].poll()):
+                yield workers.receive(out.popleft())
+        while out:
+            yield workers.receive(out.popleft())
+    except BaseException:
+        workers.clean = False
+        raise
+    finally:
+        workers.close()
 
-    def __init__(self, settings: Settings, jobs: int, sketches: bool = False) -> None:
+
+def _batch_task(settings: Settings, sketches: bool) -> Callable[[Work], Result]:
+    """A worker's task for fingerprint_batches: batch_results with a hasher of its own."""
+    return partial(
+        batch_results,
+        settings=settings,
+        hasher=FeatureHasher(settings.bits, settings.seed),
+        sketches=sketches,
+    )
+
+
+class _Workers:
+    """`jobs` forked processes, each fed whole batches over a pipe of its own, and each
+    doing the task its `setup()` returns to every message. No threads in the parent (a
+    process pool's feeder and manager threads cost it about twice the CPU per batch):
+    the parent writes a batch, and reads each worker's answers in the order it sent them."""
+
+    def __init__(self, setup: Callable[[], Callable[[Any], Any]], jobs: int) -> None:
         # fork: workers start at once, with the parent's modules (and jieba's
         # dictionary, once loaded) already in memory; elsewhere the platform's default.
         context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
@@ -236,28 +290,26 @@ class _Workers:
         for _ in range(jobs):
             mine, theirs = context.Pipe()
             _widen(mine)
-            proc = context.Process(
-                target=_worker_main, args=(theirs, settings, sketches, os.getpid()), daemon=True
-            )
+            proc = context.Process(target=_worker_main, args=(theirs, setup, os.getpid()), daemon=True)
             proc.start()
             theirs.close()
             self.conns.append(mine)
             self.procs.append(proc)
 
-    def send(self, conn: Connection, work: Work) -> None:
+    def send(self, conn: Connection, work: Any) -> None:
         try:
             conn.send_bytes(pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL))
         except OSError as e:  # BrokenPipeError, ConnectionResetError: the worker is gone
             raise _died() from e
 
-    def receive(self, conn: Connection) -> Result:
+    def receive(self, conn: Connection) -> Any:
         try:
             ok, answer = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError) as e:
             raise _died() from e
         if not ok:
             raise RuntimeError(f"a fingerprinting worker failed:\n{answer}")
-        return answer  # type: ignore[no-any-return]
+        return answer
 
     def close(self) -> None:
         """Stop every worker: an empty message when the pipes are in step, else SIGTERM."""
@@ -305,27 +357,43 @@ def _as_tuple(batch: Sequence[Document], result: Result) -> tuple[Any, ...]:
 # ---------------------------------------------------------------- the worker side
 
 
-def _worker_main(conn: Connection, settings: Settings, sketches: bool, parent: int) -> None:
-    """Fingerprint (and sketch) each batch that arrives and answer (True, its Result),
-    or (False, the traceback) on a bug; stop at an empty message or when the parent is gone."""
+def _worker_main(conn: Connection, setup: Callable[[], Callable[[Any], Any]], parent: int) -> None:
+    """Do the task that setup() returns to each message that arrives and answer (True,
+    what it returns), or (False, the traceback) on a bug; stop at an empty message or
+    when the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     _die_with_parent(parent)
-    hasher = FeatureHasher(settings.bits, settings.seed)
-    while True:
+    task = setup()
+    # Answers go out from a thread of their own, so that this one always reads on: a
+    # parent that is sending this worker more (and blocks until it is read) while
+    # answers it has not read yet fill the pipe back would otherwise wait forever.
+    answers: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    sender = threading.Thread(target=_send_all, args=(conn, answers), daemon=True)
+    sender.start()
+    try:
+        while True:
+            try:
+                message = conn.recv_bytes()
+            except (EOFError, OSError):
+                return
+            if not message:
+                return
+            try:
+                answer: tuple[bool, object] = (True, task(pickle.loads(message)))
+            except Exception:
+                answer = (False, traceback.format_exc())
+            answers.put(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        answers.put(None)
+        sender.join()
+
+
+def _send_all(conn: Connection, answers: queue.SimpleQueue[bytes | None]) -> None:
+    while (answer := answers.get()) is not None:
         try:
-            message = conn.recv_bytes()
-        except (EOFError, OSError):
+            conn.send_bytes(answer)
+        except OSError:  # the parent is gone
             return
-        if not message:
-            return
-        try:
-            answer: tuple[bool, object] = (
-                True,
-                batch_results(pickle.loads(message), settings, hasher, sketches),
-            )
-        except Exception:
-            answer = (False, traceback.format_exc())
-        conn.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _die_with_parent(parent: int) -> None:

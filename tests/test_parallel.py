@@ -3,12 +3,16 @@ processes; workers ignore Ctrl-C and never outlive the run."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,9 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import Document, Settings, parallel
-from simdedup.cli import main
+from simdedup import cli as cli_module
+from simdedup import read as read_module
+from simdedup.cli import _chunk_jobs, main
 from simdedup.dedup import batches
-from simdedup.parallel import AUTO, default_jobs, fingerprint_batches
+from simdedup.parallel import AUTO, default_jobs, fingerprint_batches, ordered_map
+from simdedup.read import CHUNK_BYTES
 from simdedup.sketch import text_sketches
 
 short_texts = st.text(alphabet=st.sampled_from("ab cd Ça 中文 北京 .,\n"), max_size=40)
@@ -223,6 +230,29 @@ def test_ctrl_c_to_the_process_group_exits_130_without_worker_tracebacks(big: Pa
 
 
 @linux_only
+def test_ctrl_c_during_fingerprint_exits_130_with_whole_lines_and_no_workers_left(big: Path) -> None:
+    with subprocess.Popen(
+        simdedup("fingerprint", str(big), "--jobs", "2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    ) as proc:
+        out: list[bytes] = []
+        reader = threading.Thread(target=lambda: out.append(proc.stdout.read()))  # type: ignore[union-attr]
+        reader.start()
+        workers = wait_for_workers(proc, 2)
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=60) == 130
+        reader.join()
+        assert proc.stderr is not None and b"Traceback" not in proc.stderr.read()
+    printed = out[0].decode().splitlines()
+    assert printed and all(line.endswith(f"\t{big}:{n}") for n, line in enumerate(printed, 1))
+    assert len(printed) < 200_000  # stopped before the end
+    time.sleep(0.2)
+    assert not any(alive(w) for w in workers)
+
+
+@linux_only
 def test_workers_die_when_the_parent_is_killed(big: Path) -> None:
     proc = subprocess.Popen(
         simdedup("fingerprint", str(big), "--jobs", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -270,9 +300,9 @@ def test_auto_jobs_start_workers_where_fingerprinting_is_slow(monkeypatch: pytes
     started: list[int] = []
     real = parallel._Workers
 
-    def counted(settings: Settings, jobs: int, sketches: bool = False) -> object:
+    def counted(setup: Callable[[], object], jobs: int) -> object:
         started.append(jobs)
-        return real(settings, jobs, sketches)
+        return real(setup, jobs)
 
     monkeypatch.setattr(parallel, "WORKERS_PAY_OFF", 0.0)  # everything counts as slow
     monkeypatch.setattr(parallel, "default_jobs", lambda: 2)
@@ -280,3 +310,98 @@ def test_auto_jobs_start_workers_where_fingerprinting_is_slow(monkeypatch: pytes
     auto = list(fingerprint_batches(batches(docs, 25), Settings(), AUTO, sketches=True, piece=10))
     assert started == [2]
     assert [(b, f, s.tobytes(), h) for b, f, s, h in auto] == [(b, f, s.tobytes(), h) for b, f, s, h in one]
+
+
+def _numbered_by(tag: str) -> Callable[[int], tuple[str, int, int]]:
+    """ordered_map's setup for the tests: a task that tells which process did an item."""
+    pid = os.getpid()
+    return lambda item: (tag, item, pid)
+
+
+@settings(max_examples=10, deadline=None)
+@given(count=st.integers(0, 40), jobs=st.integers(1, 3))
+def test_ordered_map_gives_every_items_answer_in_order(count: int, jobs: int) -> None:
+    answers = list(ordered_map(partial(_numbered_by, "t"), range(count), jobs))
+    assert [(tag, item) for tag, item, _ in answers] == [("t", i) for i in range(count)]
+    here = [pid == os.getpid() for _, _, pid in answers]
+    # The first item is done here (workers inherit what it loaded); with jobs > 1 and
+    # more than one item, the rest in workers.
+    assert here == [True] * min(count, 1) + [jobs == 1] * max(count - 1, 0)
+
+
+_PILED_ANSWERS = """
+import sys, time
+from simdedup.parallel import ordered_map
+
+def answer_big():
+    def task(item):
+        number, _ = item
+        if number == 1:
+            time.sleep(1.0)  # the oldest item out: the parent waits for its worker
+        return b"a" * 300_000  # over a socket's default send buffer (208 KiB)
+    return task
+
+items = ((i, b"x" * (6 << 20)) for i in range(12))  # over the parent's send buffer (4 MiB at most)
+print(sum(1 for _ in ordered_map(answer_big, items, 2)))
+"""
+
+
+def test_workers_read_on_while_their_answers_wait() -> None:
+    # One worker is slow with the oldest item; the other's big answers pile up unread
+    # while the parent sends it items larger than the pipe holds. A worker that sent its
+    # answers itself would stop reading, and the parent would wait on it forever.
+    done = subprocess.run([sys.executable, "-c", _PILED_ANSWERS], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == b"12\n"
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
+def test_fingerprint_reads_named_files_in_chunks_and_prints_what_reading_documents_prints(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fmt: str
+) -> None:
+    first = tmp_path / "first.txt"
+    first.write_bytes(
+        b"".join(f"line {i} about boats {i % 7}\n".encode() for i in range(300)) + b"bad \xff byte\n"
+    )
+    (tmp_path / "empty.txt").write_bytes(b"")
+    last = tmp_path / "last.txt.gz"
+    last.write_bytes(gzip.compress("".join(f"第{i}号 文件 {i % 5}\n" for i in range(200)).encode()))
+    args = [
+        "fingerprint",
+        "--format",
+        fmt,
+        str(first),
+        str(tmp_path / "missing.txt"),
+        str(tmp_path / "empty.txt"),
+        str(last),
+    ]
+
+    def printed(jobs: str) -> tuple[int, bytes, str]:
+        result = CliRunner().invoke(main, [*args, "--jobs", jobs], catch_exceptions=False)
+        return result.exit_code, result.stdout_bytes, result.stderr
+
+    monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 100)
+    monkeypatch.setattr(read_module, "CHUNK_BYTES", 1000)  # dozens of chunks a file
+    chunked = {jobs: printed(jobs) for jobs in ("1", "2")}
+    with monkeypatch.context() as documents:  # no chunks: read a document at a time
+        documents.setattr(cli_module, "_chunk_jobs", lambda sources, jobs: None)
+        by_document = {jobs: printed(jobs) for jobs in ("1", "2")}
+    assert chunked["1"] == chunked["2"] == by_document["1"] == by_document["2"]
+    assert chunked["1"][0] == 3  # the input errors
+    assert (
+        "invalid UTF-8" in chunked["1"][2]
+        and "no such file" in chunked["1"][2]
+        and "empty file" in chunked["1"][2]
+    )
+    assert len(chunked["1"][1].splitlines()) == 501
+
+
+def test_fingerprint_jobs_0_starts_workers_for_files_of_two_chunks_or_more(tmp_path: Path) -> None:
+    small, big = tmp_path / "small.txt", tmp_path / "big.txt"
+    small.write_bytes(b"x\n" * 10)
+    big.write_bytes(b"x" * (2 * CHUNK_BYTES))
+    assert _chunk_jobs([str(small), str(tmp_path / "missing")], AUTO) == 1
+    assert _chunk_jobs([str(small), str(big)], AUTO) == default_jobs()
+    assert _chunk_jobs([str(small)], 3) == 3
+    assert _chunk_jobs([str(small), "-"], 3) is None  # stdin: read a document at a time
+    assert _chunk_jobs([str(tmp_path)], AUTO) is None  # so is a directory

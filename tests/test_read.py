@@ -6,13 +6,15 @@ import gzip
 import io
 import os
 from pathlib import Path
+from unittest import mock
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import Document, Problem, ReadOptions, read_documents
-from simdedup.read import Lines
+from simdedup import read as read_module
+from simdedup.read import MAX_DOC_SIZE, Chunk, Lines, read_chunk, read_chunks
 
 
 def read(paths: list[str], options: ReadOptions | None = None, stdin: bytes | None = None):
@@ -238,3 +240,86 @@ def test_an_unreadable_file_is_a_problem(tmp_path: Path) -> None:
     f.chmod(0)
     _, problems = read([str(f)])
     assert [p.kind for p in problems] == ["unreadable"]
+
+
+def read_in_chunks(paths: list[str], options: ReadOptions) -> tuple[list[Document], list[Problem]]:
+    """read_chunks then read_chunk on each, as `fingerprint`'s workers read named files."""
+    docs: list[Document] = []
+    problems: list[Problem] = []
+    for item in read_chunks(paths, options):
+        if isinstance(item, Problem):
+            problems.append(item)
+        else:
+            docs.extend(read_chunk(item, options, problems.append))
+    return docs, problems
+
+
+line_parts = st.sampled_from(
+    [
+        b"a b",
+        b"\n",
+        b"\r\n",
+        b"\xef\xbb\xbf",
+        b"\xff",
+        b"caf\xc3\xa9",
+        b"",
+        b'{"id": 1, "text": "t"}',
+        b"{",
+        b"  ",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    files=st.lists(st.lists(line_parts, max_size=12).map(b"".join), min_size=1, max_size=3),
+    sizes=st.tuples(st.integers(1, 9) | st.just(1 << 16), st.integers(1, 9) | st.just(1 << 20)),
+    jsonl=st.booleans(),
+    limit=st.sampled_from([3, MAX_DOC_SIZE]),
+    zipped=st.sampled_from(["no", "gzip", "cut gzip"]),
+)
+def test_files_read_in_chunks_give_what_reading_them_whole_gives(
+    tmp_path_factory: pytest.TempPathFactory,
+    files: list[bytes],
+    sizes: tuple[int, int],
+    jsonl: bool,
+    limit: int,
+    zipped: str,
+) -> None:
+    top = tmp_path_factory.mktemp("chunks")
+    paths = [str(top / "missing.txt")]
+    for i, data in enumerate(files):
+        path = top / (f"{i}.txt" if zipped == "no" else f"{i}.txt.gz")
+        if zipped != "no":
+            data = gzip.compress(data)
+            data = data[: len(data) // 2] if zipped == "cut gzip" else data
+        path.write_bytes(data)
+        paths.append(str(path))
+    options = ReadOptions(jsonl=jsonl, max_doc_size=limit)
+    with (
+        mock.patch.object(read_module, "FIRST_CHUNK_BYTES", sizes[0]),
+        mock.patch.object(read_module, "CHUNK_BYTES", sizes[1]),
+    ):
+        assert read_in_chunks(paths, options) == read(paths, options)
+
+
+def test_chunks_hold_whole_lines_and_know_their_first_line_number(tmp_path: Path) -> None:
+    f = tmp_path / "a.txt"
+    f.write_bytes(b"one\ntwo\nthree\nfour")
+    with (
+        mock.patch.object(read_module, "FIRST_CHUNK_BYTES", 5),
+        mock.patch.object(read_module, "CHUNK_BYTES", 6),
+    ):
+        chunks = list(read_chunks([str(f)], ReadOptions()))
+    assert chunks == [
+        Chunk(str(f), 1, b"one\n"),
+        Chunk(str(f), 2, b"two\n"),
+        Chunk(str(f), 3, b"three\n"),
+        Chunk(str(f), 4, b"four"),
+    ]
+
+
+def test_stdin_and_directories_are_not_read_in_chunks(tmp_path: Path) -> None:
+    for path in ("-", str(tmp_path)):
+        with pytest.raises(ValueError, match="only named files"):
+            list(read_chunks([path], ReadOptions()))
