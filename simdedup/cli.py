@@ -936,24 +936,25 @@ def _printed_chunks(
     paths: tuple[str, ...], settings: Settings, kw: dict[str, Any], fmt: str, problems: _Problems
 ) -> Iterator[tuple[bytes, list[Problem]]]:
     """What `fingerprint` prints, a piece at a time, with the input problems to report
-    before it. Named files are read in chunks of lines that worker processes parse,
-    fingerprint and format (read.read_chunks; the main process only copies bytes); stdin
-    and directories a document at a time, fingerprinted in batches."""
+    before it. Files and stdin are read in chunks of lines that worker processes parse,
+    fingerprint and format (read.read_chunks; the main process only copies bytes);
+    directories a document at a time, fingerprinted in batches."""
     sources, read_options = _sources(paths), _read_options(kw)
+    stdin = Lines(_binary(sys.stdin))
     jobs = _chunk_jobs(sources, kw["jobs"])
     if jobs is not None:
         setup = functools.partial(_chunk_printer, settings, read_options, fmt)
-        return ordered_map(setup, read_chunks(sources, read_options), jobs)
-    stdin = Lines(_binary(sys.stdin))
+        return ordered_map(setup, read_chunks(sources, read_options, stdin), jobs, _idle(sources, stdin))
     docs = read_documents(sources, read_options, problems, stdin)
     made = _batched(docs, settings, kw["jobs"], False, _idle(sources, stdin))
     return ((_fingerprint_lines(batch, fps, settings.bits, fmt), []) for batch, fps in made)
 
 
 def _chunk_jobs(sources: list[str], jobs: int) -> int | None:
-    """The processes that fingerprint `sources` read in chunks; None where one is stdin
-    or a directory. --jobs 0: one per CPU once the files hold CHUNK_WORKERS_FROM bytes."""
-    if any(source == STDIN or os.path.isdir(source) for source in sources):
+    """The processes that fingerprint `sources` read in chunks; None where one is a
+    directory. --jobs 0: one per CPU for stdin (workers start only once a second chunk
+    comes) and for files that hold CHUNK_WORKERS_FROM bytes."""
+    if any(source != STDIN and os.path.isdir(source) for source in sources):
         return None
     if jobs != AUTO:
         return jobs
@@ -962,7 +963,7 @@ def _chunk_jobs(sources: list[str], jobs: int) -> int | None:
         with contextlib.suppress(OSError):
             info = os.stat(source)
             size += info.st_size if stat.S_ISREG(info.st_mode) else 0
-    return default_jobs() if size >= CHUNK_WORKERS_FROM else 1
+    return default_jobs() if STDIN in sources or size >= CHUNK_WORKERS_FROM else 1
 
 
 #: --jobs 0 reads named files with workers from this many bytes on.

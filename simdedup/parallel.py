@@ -7,8 +7,9 @@ Settings once, build their own FeatureHasher, ignore Ctrl-C (the parent decides 
 interrupt means) and die with the parent. Never prints.
 
 ordered_map runs any task over a stream of items in the same workers, in order: the
-`fingerprint` command gives them whole chunks of a file's lines (read.read_chunks) to
-parse, fingerprint and format, so that its main process only moves bytes.
+`fingerprint` command gives them whole chunks of lines of its files and stdin
+(read.read_chunks) to parse, fingerprint and format, so that its main process only
+moves bytes.
 """
 
 from __future__ import annotations
@@ -226,13 +227,21 @@ def _joined(results: list[Result]) -> Result:
     return [fp for fps in cast(list[list[int | None]], results) for fp in fps]
 
 
-def ordered_map(setup: Callable[[], Callable[[Any], Any]], items: Iterable[Any], jobs: int) -> Iterator[Any]:
+def ordered_map(
+    setup: Callable[[], Callable[[Any], Any]],
+    items: Iterable[Any],
+    jobs: int,
+    idle: Callable[[], bool] | None = None,
+) -> Iterator[Any]:
     """task(item) for every item, in order, where task = setup(): in this process when
     jobs == 1, else in `jobs` worker processes, each with a task of its own, fed round
-    robin with at most jobs * PIECES_PER_JOB items out at once (so memory stays flat).
-    The first item is done here before the workers start: they inherit what it loaded
-    (jieba's dictionary). `setup` must pickle where processes are not forked. Close the
+    robin with at most jobs * PIECES_PER_JOB items out at once (so memory stays flat),
+    and every answer handed back before the next item is taken while idle() says that
+    taking it would wait (read.Lines.waiting). The first item is done here before the
+    workers start: they inherit what it loaded (jieba's dictionary), and an input of one
+    item starts none. `setup` must pickle where processes are not forked. Close the
     iterator to stop the workers early; on any exception they are stopped at once."""
+    idle = idle or _never
     it = iter(items)
     task = setup()
     first = next(it, None)
@@ -252,7 +261,7 @@ def ordered_map(setup: Callable[[], Callable[[Any], Any]], items: Iterable[Any],
             conn = workers.conns[n % jobs]
             workers.send(conn, item)
             out.append(conn)
-            while out and (len(out) >= jobs * PIECES_PER_JOB or out[0].poll()):
+            while out and (len(out) >= jobs * PIECES_PER_JOB or out[0].poll() or idle()):
                 yield workers.receive(out.popleft())
         while out:
             yield workers.receive(out.popleft())
@@ -287,14 +296,19 @@ class _Workers:
         self.procs: list[Any] = []
         #: every message sent whole and every answer read: workers can be told to stop
         self.clean = True
-        for _ in range(jobs):
-            mine, theirs = context.Pipe()
-            _widen(mine)
-            proc = context.Process(target=_worker_main, args=(theirs, setup, os.getpid()), daemon=True)
-            proc.start()
-            theirs.close()
-            self.conns.append(mine)
-            self.procs.append(proc)
+        try:
+            for _ in range(jobs):
+                mine, theirs = context.Pipe()
+                self.conns.append(mine)
+                _widen(mine)
+                proc = context.Process(target=_worker_main, args=(theirs, setup, os.getpid()), daemon=True)
+                proc.start()
+                theirs.close()
+                self.procs.append(proc)
+        except BaseException:  # Ctrl-C while starting them: stop those started
+            self.clean = False
+            self.close()
+            raise
 
     def send(self, conn: Connection, work: Any) -> None:
         try:

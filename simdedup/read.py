@@ -3,8 +3,8 @@
 Yields Documents in input order and reports every input problem to a callback as a
 Problem (never printing, never raising for one bad input): the run goes on with the rest.
 Nothing is read whole: line files stream line by line, directories file by file.
-read_chunks cuts named files into Chunks of whole lines instead, which read_chunk turns
-into the same Documents and Problems in any process.
+read_chunks cuts files and stdin into Chunks of whole lines instead, which read_chunk
+turns into the same Documents and Problems in any process.
 """
 
 from __future__ import annotations
@@ -144,6 +144,20 @@ class Lines:
         finally:
             self._reading = False
 
+    def blocks(self) -> Iterator[bytes]:
+        """The stream's bytes as they come, for read_chunks; waiting() says, between two
+        blocks, whether the next one would have to wait for the writer."""
+        if self.fd is None:
+            while data := self.stream.read(self.CHUNK):
+                yield data
+            return
+        self._reading = True
+        try:
+            while data := os.read(self.fd, self.CHUNK):
+                yield data
+        finally:
+            self._reading = False
+
     def waiting(self) -> bool:
         """Whether the next line would have to wait for the stream's writer: none is
         buffered and the stream has nothing to read right now (not even its end)."""
@@ -240,13 +254,21 @@ CHUNK_BYTES = 1 << 20
 FIRST_CHUNK_BYTES = 64 << 10
 
 
-def read_chunks(paths: Sequence[str], options: ReadOptions) -> Iterator[Chunk | Problem]:
+def read_chunks(
+    paths: Sequence[str], options: ReadOptions, stdin: Lines | None = None
+) -> Iterator[Chunk | Problem]:
     """Every file of `paths` as Chunks of whole lines, in order, with each Problem in
-    its place among them: read_documents for named files (not directories, not stdin)
-    with the parsing left to read_chunk, so that worker processes can do it."""
+    its place among them: read_documents without the parsing, which read_chunk does, so
+    that worker processes can do it. Not for directories. "-" is `stdin`, whose whole
+    lines so far also make a Chunk whenever its writer goes quiet (Lines.waiting)."""
     for path in paths:
-        if path == STDIN or os.path.isdir(path):
-            raise ValueError(f"{path!r}: only named files are read in chunks")
+        if path == STDIN:
+            if stdin is None:
+                raise ValueError("'-' needs a stdin stream")
+            yield from _chunks(stdin.blocks(), STDIN, stdin.waiting)
+            continue
+        if os.path.isdir(path):
+            raise ValueError(f"{path!r}: a directory is read a document at a time")
         if not os.path.lexists(path):
             yield Problem(path, "missing", "no such file or directory")
             continue
@@ -256,18 +278,29 @@ def read_chunks(paths: Sequence[str], options: ReadOptions) -> Iterator[Chunk | 
             yield Problem(path, "unreadable", e.strerror or str(e))
             continue
         with stream:
-            yield from _file_chunks(stream, path)
+            yield from _chunks(_blocks(stream), path)
 
 
-def _file_chunks(stream: IO[bytes], name: str) -> Iterator[Chunk | Problem]:
+def _blocks(stream: IO[bytes]) -> Iterator[bytes]:
     # read1: what one read of the file gives, so that a gzip member cut short still
     # gives every line before the cut, as reading line by line does.
+    size = FIRST_CHUNK_BYTES
+    while data := stream.read1(size):  # type: ignore[attr-defined]
+        yield data
+        size = CHUNK_BYTES
+
+
+def _chunks(
+    blocks: Iterator[bytes], name: str, waiting: Callable[[], bool] | None = None
+) -> Iterator[Chunk | Problem]:
     first, size = 1, FIRST_CHUNK_BYTES
     pending = _Pending()
     try:
-        while data := stream.read1(size):  # type: ignore[attr-defined]
+        for data in blocks:
             pending.add(data)
-            if len(pending) >= size and (lines := pending.whole_lines()):
+            # A chunk once `size` bytes are in, or when the writer goes quiet.
+            due = len(pending) >= size or (waiting is not None and waiting())
+            if due and (lines := pending.whole_lines()):
                 yield Chunk(name, first, lines)
                 first += lines.count(b"\n")
                 size = CHUNK_BYTES
@@ -279,7 +312,7 @@ def _file_chunks(stream: IO[bytes], name: str) -> Iterator[Chunk | Problem]:
         return
     if pending:
         yield Chunk(name, first, pending.take())
-    elif first == 1:
+    elif first == 1 and name != STDIN:  # an empty pipe is a quiet day, not a broken file
         yield _empty(name)
 
 

@@ -553,7 +553,9 @@ def line_within(stream: IO[bytes], seconds: float = 30) -> bytes:
     return stream.readline()
 
 
-@pytest.mark.parametrize("command", [["filter"], ["filter", "-j", "2"], ["fingerprint"]])
+@pytest.mark.parametrize(
+    "command", [["filter"], ["filter", "-j", "2"], ["fingerprint"], ["fingerprint", "-j", "2"]]
+)
 def test_a_trickle_on_stdin_is_answered_as_it_comes(command: list[str]) -> None:
     # `tail -f app.log | simdedup filter`: a line is decided once the writer goes quiet,
     # not when a batch of thousands has filled.

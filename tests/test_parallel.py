@@ -403,5 +403,6 @@ def test_fingerprint_jobs_0_starts_workers_for_files_of_two_chunks_or_more(tmp_p
     assert _chunk_jobs([str(small), str(tmp_path / "missing")], AUTO) == 1
     assert _chunk_jobs([str(small), str(big)], AUTO) == default_jobs()
     assert _chunk_jobs([str(small)], 3) == 3
-    assert _chunk_jobs([str(small), "-"], 3) is None  # stdin: read a document at a time
-    assert _chunk_jobs([str(tmp_path)], AUTO) is None  # so is a directory
+    assert _chunk_jobs([str(small), "-"], 3) == 3
+    assert _chunk_jobs([str(small), "-"], AUTO) == default_jobs()  # a pipe's length is unknown
+    assert _chunk_jobs([str(small), str(tmp_path)], 3) is None  # a directory: a document at a time

@@ -319,7 +319,22 @@ def test_chunks_hold_whole_lines_and_know_their_first_line_number(tmp_path: Path
     ]
 
 
-def test_stdin_and_directories_are_not_read_in_chunks(tmp_path: Path) -> None:
-    for path in ("-", str(tmp_path)):
-        with pytest.raises(ValueError, match="only named files"):
-            list(read_chunks([path], ReadOptions()))
+def test_directories_are_not_read_in_chunks_and_stdin_needs_its_stream(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="a directory is read a document at a time"):
+        list(read_chunks([str(tmp_path)], ReadOptions()))
+    with pytest.raises(ValueError, match="needs a stdin stream"):
+        list(read_chunks(["-"], ReadOptions()))
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.lists(line_parts, max_size=12).map(b"".join), jsonl=st.booleans())
+def test_stdin_read_in_chunks_gives_what_reading_it_by_lines_gives(data: bytes, jsonl: bool) -> None:
+    options = ReadOptions(jsonl=jsonl)
+    docs: list[Document] = []
+    problems: list[Problem] = []
+    for item in read_chunks(["-"], options, Lines(io.BytesIO(data))):
+        if isinstance(item, Problem):
+            problems.append(item)
+        else:
+            docs.extend(read_chunk(item, options, problems.append))
+    assert (docs, problems) == read(["-"], options, stdin=data)
