@@ -898,8 +898,8 @@ def filter_(source: str | None, **kw: Any) -> None:
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True)
 @functools.partial(
     jobs_option,
-    help="Fingerprint in N processes (0: one per CPU for named files of 2 MiB or more, which"
-    " workers read, fingerprint and format in chunks; for stdin and directories, as scan)."
+    help="Fingerprint in N processes, which read, fingerprint and format chunks of lines"
+    " (0: one per CPU for stdin and for files of 2 MiB or more; directories as scan)."
     " The results are the same for every N.",
 )
 @message_options
