@@ -34,7 +34,7 @@ from .features import extract
 from .fingerprint import FeatureHasher, format_fingerprint
 from .fingerprint import distance as hamming
 from .index import Layout
-from .parallel import AUTO, default_jobs, fingerprint_batches, ordered_map
+from .parallel import AUTO, chunk_batches, default_jobs, fingerprint_batches, ordered_map
 from .read import (
     CHUNK_BYTES,
     STDIN,
@@ -513,8 +513,51 @@ def _fingerprinted(
     problems = _Problems(messages)
     sources = _sources(paths)
     stdin = Lines(_binary(sys.stdin))
-    docs = read_documents(sources, _read_options(kw), problems, stdin)
-    return _batched(docs, settings, kw["jobs"], sketches, _idle(sources, stdin)), problems
+    return _made(sources, stdin, _read_options(kw), settings, kw["jobs"], sketches, problems), problems
+
+
+def _made(
+    sources: list[str],
+    stdin: Lines,
+    read_options: ReadOptions,
+    settings: Settings,
+    jobs: int,
+    sketches: bool,
+    on_problem: Callable[[Problem], None],
+) -> Iterator[tuple[Any, ...]]:
+    """read -> batches -> fingerprints (and sketches) in `jobs` processes: (batch, its
+    fingerprints, ...) as fingerprint_batches gives them, each input problem reported
+    before the batch it is in. Files and stdin are read in chunks of lines that the
+    workers parse too (read.read_chunks, parallel.chunk_batches), so the main process
+    only moves bytes and documents without their texts; a directory a document at a
+    time. From stdin, a batch also ends where its writer goes quiet (Lines.waiting).
+    Close the iterator to stop the workers."""
+    idle = _idle(sources, stdin)
+    jobs_here = _chunk_jobs(sources, jobs)
+    if jobs_here is None:
+        docs = read_documents(sources, read_options, on_problem, stdin)
+        return _batched(docs, settings, jobs, sketches, idle)
+    setup = functools.partial(chunk_batches, settings, read_options, sketches)
+    chunks = read_chunks(sources, read_options, stdin, DECIDED_CHUNK_BYTES)
+    return _reported(ordered_map(setup, chunks, jobs_here, idle), on_problem)
+
+
+def _reported(
+    made: Iterator[tuple[Any, ...]], on_problem: Callable[[Problem], None]
+) -> Iterator[tuple[Any, ...]]:
+    """chunk_batches' answers with their problems reported: (batch, ...) for each batch
+    that holds documents. Closing this closes `made`."""
+    with contextlib.closing(made):  # type: ignore[type-var]
+        for problems, *batch in made:
+            for problem in problems:
+                on_problem(problem)
+            if batch[0]:
+                yield tuple(batch)
+
+
+#: Bytes of input per chunk for the commands that decide: about PIPELINE_BATCH
+#: documents of ~640 bytes, the batch that deciding is fastest in.
+DECIDED_CHUNK_BYTES = 5 << 19
 
 
 def _idle(sources: list[str], stdin: Lines) -> Callable[[], bool] | None:
@@ -532,16 +575,14 @@ def _batched(
 
 
 def _decisions(
-    docs: Iterator[Document],
+    made: Iterator[tuple[Any, ...]],
     dd: Deduplicator,
-    jobs: int,
     idle: Callable[[], bool] | None = None,
     after_batch: Callable[[], None] | None = None,
 ) -> Iterator[Decision]:
-    """read -> batches -> fingerprints (a process pool when jobs > 1) -> keep-first
-    decisions, in input order; a batch also ends where idle() says the input waits on
-    its writer (read.Lines.waiting), and after_batch() runs once a batch's decisions
-    are all taken. Closing this closes the pool.
+    """Batches with their fingerprints (and sketches: `made`, from _made) -> keep-first
+    decisions, in input order; after_batch() runs once a batch's decisions are all
+    taken. Closing this closes `made`.
 
     Each batch is decided in a thread of its own while this one writes the batch before
     it and reads and fingerprints the next: the index's compiled loops release the GIL,
@@ -549,8 +590,6 @@ def _decisions(
     batches are still decided one at a time, in order. A batch is handed back before
     reading on when the input waits on its writer, and on Ctrl-C every batch read so far
     is still decided and handed back before the interrupt goes on."""
-    # A verifying Deduplicator gets the batch's sketches too, made by the workers.
-    made = _batched(docs, dd.settings, jobs, isinstance(dd, VerifyingDeduplicator), idle)
     deciding: deque[Future[list[Decision]]] = deque()
     given = 0  # how many of deciding[0]'s decisions were handed back
 
@@ -608,8 +647,10 @@ def _run(
         for writer in writers:
             writer.flush()
 
+    # A verifying Deduplicator gets the batch's sketches too, made by the workers.
     stdin = Lines(_binary(sys.stdin))
-    docs = read_documents(sources, read_options, on_problem, stdin=stdin)
+    verifying = isinstance(dd, VerifyingDeduplicator)
+    made = _made(sources, stdin, read_options, dd.settings, jobs, verifying, on_problem)
 
     def record(decision: Decision) -> None:
         summary.count(decision)
@@ -619,7 +660,7 @@ def _run(
 
     start = time.perf_counter()
     interrupted = False
-    decided = _decisions(docs, dd, jobs, _idle(sources, stdin), flush)
+    decided = _decisions(made, dd, _idle(sources, stdin), flush)
     shown = _progress(decided, messages)  # named: dropped when the loop ends, it would close `decided`
     try:
         for decision in shown:

@@ -35,7 +35,7 @@ from typing import Any, cast
 import numpy as np
 
 from .fingerprint import FeatureHasher, HashFunc, fingerprint_work
-from .read import Document
+from .read import Chunk, Document, Problem, ReadOptions, read_chunk
 from .settings import Settings
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
@@ -58,6 +58,8 @@ AUTO = 0
 WORKERS_PAY_OFF = 0.2e-6
 #: After Ctrl-C, how long the batches already handed to workers may take to come back.
 DRAIN_SECONDS = 10.0
+#: chunk_batches' task: a Chunk or a Problem in; (problems, documents, *Result) out.
+ChunkTask = Callable[["Chunk | Problem"], tuple[Any, ...]]
 
 #: What a worker needs of a document: its text, or the features it came with.
 Work = list[str | dict[str, float]]
@@ -257,12 +259,20 @@ def ordered_map(
     workers = _Workers(setup, jobs)
     out: deque[Connection] = deque()  # the worker of each item out, in order
     try:
-        for n, item in enumerate(chain((following,), it)):
-            conn = workers.conns[n % jobs]
-            workers.send(conn, item)
-            out.append(conn)
-            while out and (len(out) >= jobs * PIECES_PER_JOB or out[0].poll() or idle()):
+        try:
+            for n, item in enumerate(chain((following,), it)):
+                conn = workers.conns[n % jobs]
+                workers.send(conn, item)
+                out.append(conn)
+                while out and (len(out) >= jobs * PIECES_PER_JOB or out[0].poll() or idle()):
+                    yield workers.receive(out.popleft())
+        except KeyboardInterrupt:
+            # Workers ignore the interrupt; hand back what they finish in time, then stop.
+            workers.clean = False
+            deadline = time.monotonic() + DRAIN_SECONDS
+            while out and out[0].poll(max(0.0, deadline - time.monotonic())):
                 yield workers.receive(out.popleft())
+            raise
         while out:
             yield workers.receive(out.popleft())
     except BaseException:
@@ -270,6 +280,25 @@ def ordered_map(
         raise
     finally:
         workers.close()
+
+
+def chunk_batches(settings: Settings, read_options: ReadOptions, sketches: bool) -> ChunkTask:
+    """A worker's task (ordered_map's setup) for read.read_chunks' items: a Chunk's
+    (problems, documents, *its Result as fingerprint_batches gives it); a Problem of the
+    reading, passed on in its place. The documents come back without their texts, which
+    only fingerprinting needs: half the bytes to send."""
+    hasher = FeatureHasher(settings.bits, settings.seed)
+
+    def task(item: Chunk | Problem) -> tuple[Any, ...]:
+        if isinstance(item, Problem):
+            return [item], []
+        found: list[Problem] = []
+        docs = list(read_chunk(item, read_options, found.append))
+        result = batch_results(_work(docs), settings, hasher, sketches)
+        docs = [doc._replace(text="") for doc in docs]
+        return (found, *_as_tuple(docs, result))
+
+    return task
 
 
 def _batch_task(settings: Settings, sketches: bool) -> Callable[[Work], Result]:

@@ -255,17 +255,19 @@ FIRST_CHUNK_BYTES = 64 << 10
 
 
 def read_chunks(
-    paths: Sequence[str], options: ReadOptions, stdin: Lines | None = None
+    paths: Sequence[str], options: ReadOptions, stdin: Lines | None = None, size: int | None = None
 ) -> Iterator[Chunk | Problem]:
     """Every file of `paths` as Chunks of whole lines, in order, with each Problem in
     its place among them: read_documents without the parsing, which read_chunk does, so
     that worker processes can do it. Not for directories. "-" is `stdin`, whose whole
-    lines so far also make a Chunk whenever its writer goes quiet (Lines.waiting)."""
+    lines so far also make a Chunk whenever its writer goes quiet (Lines.waiting).
+    Chunks hold `size` bytes or so (CHUNK_BYTES), a file's first FIRST_CHUNK_BYTES."""
+    size = size or CHUNK_BYTES
     for path in paths:
         if path == STDIN:
             if stdin is None:
                 raise ValueError("'-' needs a stdin stream")
-            yield from _chunks(stdin.blocks(), STDIN, stdin.waiting)
+            yield from _chunks(stdin.blocks(), STDIN, size, stdin.waiting)
             continue
         if os.path.isdir(path):
             raise ValueError(f"{path!r}: a directory is read a document at a time")
@@ -278,32 +280,32 @@ def read_chunks(
             yield Problem(path, "unreadable", e.strerror or str(e))
             continue
         with stream:
-            yield from _chunks(_blocks(stream), path)
+            yield from _chunks(_blocks(stream, size), path, size)
 
 
-def _blocks(stream: IO[bytes]) -> Iterator[bytes]:
+def _blocks(stream: IO[bytes], size: int) -> Iterator[bytes]:
     # read1: what one read of the file gives, so that a gzip member cut short still
     # gives every line before the cut, as reading line by line does.
-    size = FIRST_CHUNK_BYTES
-    while data := stream.read1(size):  # type: ignore[attr-defined]
+    wanted = FIRST_CHUNK_BYTES
+    while data := stream.read1(wanted):  # type: ignore[attr-defined]
         yield data
-        size = CHUNK_BYTES
+        wanted = size
 
 
 def _chunks(
-    blocks: Iterator[bytes], name: str, waiting: Callable[[], bool] | None = None
+    blocks: Iterator[bytes], name: str, size: int, waiting: Callable[[], bool] | None = None
 ) -> Iterator[Chunk | Problem]:
-    first, size = 1, FIRST_CHUNK_BYTES
+    first, wanted = 1, FIRST_CHUNK_BYTES
     pending = _Pending()
     try:
         for data in blocks:
             pending.add(data)
             # A chunk once `size` bytes are in, or when the writer goes quiet.
-            due = len(pending) >= size or (waiting is not None and waiting())
+            due = len(pending) >= wanted or (waiting is not None and waiting())
             if due and (lines := pending.whole_lines()):
                 yield Chunk(name, first, lines)
                 first += lines.count(b"\n")
-                size = CHUNK_BYTES
+                wanted = size
     except (OSError, EOFError, gzip.BadGzipFile) as e:
         if lines := pending.whole_lines():
             yield Chunk(name, first, lines)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -355,45 +356,63 @@ def test_workers_read_on_while_their_answers_wait() -> None:
     assert done.stdout == b"12\n"
 
 
-@pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
-def test_fingerprint_reads_named_files_in_chunks_and_prints_what_reading_documents_prints(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fmt: str
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["fingerprint"],
+        ["fingerprint", "--format", "jsonl"],
+        ["scan", "--format", "jsonl"],
+        ["scan", "--no-verify", "--format", "tsv"],
+        ["filter", "--duplicates", "{tmp}/dups.jsonl"],
+    ],
+)
+def test_files_read_in_chunks_give_what_reading_documents_gives(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]
 ) -> None:
+    # Near-duplicates within and across chunks and files, bad input, a missing and an
+    # empty file, gzip: every command prints the same, reports the same and exits the
+    # same whether the workers read chunks or the main process reads documents.
     first = tmp_path / "first.txt"
     first.write_bytes(
-        b"".join(f"line {i} about boats {i % 7}\n".encode() for i in range(300)) + b"bad \xff byte\n"
+        b"".join(f"line {i % 40} about the boats in the harbour {i % 7}\n".encode() for i in range(300))
+        + b"bad \xff byte\n"
     )
     (tmp_path / "empty.txt").write_bytes(b"")
     last = tmp_path / "last.txt.gz"
-    last.write_bytes(gzip.compress("".join(f"第{i}号 文件 {i % 5}\n" for i in range(200)).encode()))
-    args = [
-        "fingerprint",
-        "--format",
-        fmt,
-        str(first),
-        str(tmp_path / "missing.txt"),
-        str(tmp_path / "empty.txt"),
-        str(last),
-    ]
+    last.write_bytes(gzip.compress("".join(f"第{i % 30}号 文件 今天 {i % 5}\n" for i in range(200)).encode()))
+    inputs = [str(first), str(tmp_path / "missing.txt"), str(tmp_path / "empty.txt"), str(last)]
+    if command[0] == "filter":  # one input: stdin
+        inputs = []
+    args = [part.format(tmp=tmp_path) for part in command] + inputs
+    stdin = first.read_bytes() if command[0] == "filter" else None
 
-    def printed(jobs: str) -> tuple[int, bytes, str]:
-        result = CliRunner().invoke(main, [*args, "--jobs", jobs], catch_exceptions=False)
-        return result.exit_code, result.stdout_bytes, result.stderr
+    def run(jobs: str) -> tuple[int, bytes, str, bytes]:
+        result = CliRunner().invoke(main, [*args, "--jobs", jobs], input=stdin, catch_exceptions=False)
+        dups = tmp_path / "dups.jsonl"
+        messages = re.sub(r"; [\d.]+ s \([\d,]+ docs/s\)", "", result.stderr)  # the run's time
+        return (
+            result.exit_code,
+            result.stdout_bytes,
+            messages,
+            dups.read_bytes() if dups.exists() else b"",
+        )
 
     monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 100)
     monkeypatch.setattr(read_module, "CHUNK_BYTES", 1000)  # dozens of chunks a file
-    chunked = {jobs: printed(jobs) for jobs in ("1", "2")}
+    monkeypatch.setattr(cli_module, "DECIDED_CHUNK_BYTES", 1000)
+    chunked = {jobs: run(jobs) for jobs in ("1", "2")}
     with monkeypatch.context() as documents:  # no chunks: read a document at a time
         documents.setattr(cli_module, "_chunk_jobs", lambda sources, jobs: None)
-        by_document = {jobs: printed(jobs) for jobs in ("1", "2")}
+        by_document = {jobs: run(jobs) for jobs in ("1", "2")}
     assert chunked["1"] == chunked["2"] == by_document["1"] == by_document["2"]
-    assert chunked["1"][0] == 3  # the input errors
-    assert (
-        "invalid UTF-8" in chunked["1"][2]
-        and "no such file" in chunked["1"][2]
-        and "empty file" in chunked["1"][2]
-    )
-    assert len(chunked["1"][1].splitlines()) == 501
+    status, out, err, _ = chunked["1"]
+    assert status == 3 and "invalid UTF-8" in err  # the input errors
+    if command[0] != "filter":
+        assert "no such file" in err and "empty file" in err
+    if command[0] == "fingerprint":
+        assert len(out.splitlines()) == 501
+    else:
+        assert b"duplicate" in out + chunked["1"][3]
 
 
 def test_fingerprint_jobs_0_starts_workers_for_files_of_two_chunks_or_more(tmp_path: Path) -> None:

@@ -242,11 +242,11 @@ def test_an_unreadable_file_is_a_problem(tmp_path: Path) -> None:
     assert [p.kind for p in problems] == ["unreadable"]
 
 
-def read_in_chunks(paths: list[str], options: ReadOptions) -> tuple[list[Document], list[Problem]]:
-    """read_chunks then read_chunk on each, as `fingerprint`'s workers read named files."""
+def read_in_chunks(paths: list[str], options: ReadOptions, size: int) -> tuple[list[Document], list[Problem]]:
+    """read_chunks then read_chunk on each, as the workers read files."""
     docs: list[Document] = []
     problems: list[Problem] = []
-    for item in read_chunks(paths, options):
+    for item in read_chunks(paths, options, size=size):
         if isinstance(item, Problem):
             problems.append(item)
         else:
@@ -296,21 +296,15 @@ def test_files_read_in_chunks_give_what_reading_them_whole_gives(
         path.write_bytes(data)
         paths.append(str(path))
     options = ReadOptions(jsonl=jsonl, max_doc_size=limit)
-    with (
-        mock.patch.object(read_module, "FIRST_CHUNK_BYTES", sizes[0]),
-        mock.patch.object(read_module, "CHUNK_BYTES", sizes[1]),
-    ):
-        assert read_in_chunks(paths, options) == read(paths, options)
+    with mock.patch.object(read_module, "FIRST_CHUNK_BYTES", sizes[0]):
+        assert read_in_chunks(paths, options, sizes[1]) == read(paths, options)
 
 
 def test_chunks_hold_whole_lines_and_know_their_first_line_number(tmp_path: Path) -> None:
     f = tmp_path / "a.txt"
     f.write_bytes(b"one\ntwo\nthree\nfour")
-    with (
-        mock.patch.object(read_module, "FIRST_CHUNK_BYTES", 5),
-        mock.patch.object(read_module, "CHUNK_BYTES", 6),
-    ):
-        chunks = list(read_chunks([str(f)], ReadOptions()))
+    with mock.patch.object(read_module, "FIRST_CHUNK_BYTES", 5):
+        chunks = list(read_chunks([str(f)], ReadOptions(), size=6))
     assert chunks == [
         Chunk(str(f), 1, b"one\n"),
         Chunk(str(f), 2, b"two\n"),
