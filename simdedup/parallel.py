@@ -58,8 +58,8 @@ AUTO = 0
 WORKERS_PAY_OFF = 0.2e-6
 #: After Ctrl-C, how long the batches already handed to workers may take to come back.
 DRAIN_SECONDS = 10.0
-#: chunk_batches' task: a Chunk or a Problem in; (problems, documents, *Result) out.
-ChunkTask = Callable[["Chunk | Problem"], tuple[Any, ...]]
+#: chunk_task's task: a Chunk or a Problem in; (problems, documents, Result) out.
+ChunkTask = Callable[["Chunk | Problem"], "tuple[list[Problem], list[Document], Result | None]"]
 
 #: What a worker needs of a document: its text, or the features it came with.
 Work = list[str | dict[str, float]]
@@ -282,23 +282,65 @@ def ordered_map(
         workers.close()
 
 
-def chunk_batches(settings: Settings, read_options: ReadOptions, sketches: bool) -> ChunkTask:
+def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool) -> ChunkTask:
     """A worker's task (ordered_map's setup) for read.read_chunks' items: a Chunk's
-    (problems, documents, *its Result as fingerprint_batches gives it); a Problem of the
-    reading, passed on in its place. The documents come back without their texts, which
-    only fingerprinting needs: half the bytes to send."""
+    (problems, documents, their Result); a Problem of the reading, passed on in its
+    place. The documents come back without their texts, which only fingerprinting
+    needs: half the bytes to send."""
     hasher = FeatureHasher(settings.bits, settings.seed)
 
-    def task(item: Chunk | Problem) -> tuple[Any, ...]:
+    def task(item: Chunk | Problem) -> tuple[list[Problem], list[Document], Result | None]:
         if isinstance(item, Problem):
-            return [item], []
+            return [item], [], None
         found: list[Problem] = []
         docs = list(read_chunk(item, read_options, found.append))
-        result = batch_results(_work(docs), settings, hasher, sketches)
-        docs = [doc._replace(text="") for doc in docs]
-        return (found, *_as_tuple(docs, result))
+        result = batch_results(_work(docs), settings, hasher, sketches) if docs else None
+        return found, [doc._replace(text="") for doc in docs], result
 
     return task
+
+
+def chunk_batches(
+    answers: Iterable[tuple[list[Problem], list[Document], Result | None]],
+    size: int,
+    on_problem: Callable[[Problem], None],
+    idle: Callable[[], bool] | None = None,
+) -> Iterator[tuple[Any, ...]]:
+    """chunk_task's answers, in order, as fingerprint_batches gives its batches: (batch,
+    fingerprints, ...) of `size` documents, as dedup.batches cuts them, or fewer where
+    idle() says the input waits on its writer or it ends; each problem passed to
+    on_problem before the batch it is in. Small chunks share out among the workers;
+    batches of `size` are what deciding is fastest with. Closing this closes `answers`."""
+    idle = idle or _never
+    docs: list[Document] = []
+    results: list[Result] = []
+    it = iter(answers)
+    with contextlib.closing(it) if hasattr(it, "close") else contextlib.nullcontext():
+        for problems, chunk_docs, result in it:
+            for problem in problems:
+                on_problem(problem)
+            if result is not None:
+                docs.extend(chunk_docs)
+                results.append(result)
+            if len(docs) >= size:
+                joined = _joined(results)
+                while len(docs) >= size:
+                    yield _as_tuple(docs[:size], _sliced(joined, 0, size))
+                    docs, joined = docs[size:], _sliced(joined, size, None)
+                results = [joined] if docs else []
+            if docs and idle():
+                yield _as_tuple(docs, _joined(results))
+                docs, results = [], []
+        if docs:
+            yield _as_tuple(docs, _joined(results))
+
+
+def _sliced(result: Result, start: int, stop: int | None) -> Result:
+    """The Result of documents start..stop of a batch, from the batch's."""
+    if isinstance(result, tuple):
+        fps, sketches, heads = result
+        return fps[start:stop], sketches[start:stop], heads[start:stop]
+    return result[start:stop]
 
 
 def _batch_task(settings: Settings, sketches: bool) -> Callable[[Work], Result]:

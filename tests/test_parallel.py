@@ -12,9 +12,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -26,8 +27,16 @@ from simdedup import cli as cli_module
 from simdedup import read as read_module
 from simdedup.cli import _chunk_jobs, main
 from simdedup.dedup import batches
-from simdedup.parallel import AUTO, default_jobs, fingerprint_batches, ordered_map
-from simdedup.read import CHUNK_BYTES
+from simdedup.fingerprint import FeatureHasher
+from simdedup.parallel import (
+    AUTO,
+    batch_results,
+    chunk_batches,
+    default_jobs,
+    fingerprint_batches,
+    ordered_map,
+)
+from simdedup.read import CHUNK_BYTES, Problem
 from simdedup.sketch import text_sketches
 
 short_texts = st.text(alphabet=st.sampled_from("ab cd Ça 中文 北京 .,\n"), max_size=40)
@@ -53,6 +62,39 @@ def test_two_jobs_give_one_jobs_fingerprints_in_order(docs: list[str], size: int
         return [([d.id for d in batch], fps) for batch, fps in out]
 
     assert run(2) == run(1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    docs=st.lists(texts, max_size=40),
+    cuts=st.lists(st.integers(0, 12), max_size=8),
+    size=st.integers(1, 9),
+    sketches=st.booleans(),
+)
+def test_chunks_answers_join_into_the_batches_documents_make(
+    docs: list[str], cuts: list[int], size: int, sketches: bool
+) -> None:
+    # Chunks of any number of documents (none, too) come out as dedup.batches cuts the
+    # same documents, with each document's fingerprint, sketch and head.
+    documents = [Document(str(i), t, b"") for i, t in enumerate(docs)]
+    settings_, hasher = Settings(), FeatureHasher(64, 0)
+    answers, start = [], 0
+    for n in [*cuts, len(documents)]:
+        piece = documents[start : start + n]
+        start += len(piece)
+        result = batch_results([d.text for d in piece], settings_, hasher, sketches) if piece else None
+        answers.append(([Problem(f"p{start}", "bad-json", "x")], piece, result))
+    reported: list[Problem] = []
+
+    def rows(made: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        out = []
+        for batch, fps, *rest in made:
+            out.append((batch, fps, *((rest[0].tobytes(), rest[1]) if rest else ())))
+        return out
+
+    expected = rows(fingerprint_batches(batches(documents, size), settings_, 1, sketches=sketches))
+    assert rows(chunk_batches(answers, size, reported.append)) == expected
+    assert reported == [problems[0] for problems, _, _ in answers]
 
 
 @settings(max_examples=10, deadline=None)
