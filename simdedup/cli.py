@@ -338,8 +338,9 @@ def message_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _JOBS_HELP = (
-    "Fingerprint in N processes (0: one per CPU if fingerprinting is the slow part,"
-    " as with Chinese text; this process alone if not). The results are the same for every N."
+    "Read and fingerprint in N processes (0: one per CPU for stdin and for files of 2 MiB"
+    " or more; for a directory, only if fingerprinting is the slow part, as with Chinese"
+    " text). Deciding stays in this process. The results are the same for every N."
 )
 
 
@@ -927,9 +928,9 @@ def filter_(source: str | None, **kw: Any) -> None:
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True)
 @functools.partial(
     jobs_option,
-    help="Fingerprint in N processes, which read, fingerprint and format chunks of lines"
-    " (0: one per CPU for stdin and for files of 2 MiB or more; directories as scan)."
-    " The results are the same for every N.",
+    help="Read, fingerprint and format in N processes (0: one per CPU for stdin and for"
+    " files of 2 MiB or more; for a directory, only if fingerprinting is the slow part, as"
+    " with Chinese text). The results are the same for every N.",
 )
 @message_options
 @_broken_pipe_safe

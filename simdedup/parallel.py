@@ -7,9 +7,11 @@ Settings once, build their own FeatureHasher, ignore Ctrl-C (the parent decides 
 interrupt means) and die with the parent. Never prints.
 
 ordered_map runs any task over a stream of items in the same workers, in order: the
-`fingerprint` command gives them whole chunks of lines of its files and stdin
-(read.read_chunks) to parse, fingerprint and format, so that its main process only
-moves bytes.
+commands give them whole chunks of lines of files and stdin (read.read_chunks) to
+parse and fingerprint (chunk_task; `fingerprint` formats its output there too), so
+that the main process only moves bytes; chunk_batches joins the answers into the
+batches that deciding takes. fingerprint_batches serves directories, read a document
+at a time.
 """
 
 from __future__ import annotations
@@ -242,7 +244,9 @@ def ordered_map(
     taking it would wait (read.Lines.waiting). The first item is done here before the
     workers start: they inherit what it loaded (jieba's dictionary), and an input of one
     item starts none. `setup` must pickle where processes are not forked. Close the
-    iterator to stop the workers early; on any exception they are stopped at once."""
+    iterator to stop the workers early. On Ctrl-C, what they finish within DRAIN_SECONDS
+    is handed back before the interrupt goes on; on any other exception they are
+    stopped at once."""
     idle = idle or _never
     it = iter(items)
     task = setup()
