@@ -377,7 +377,8 @@ class _Workers:
                 self.conns.append(mine)
                 _widen(mine)
                 proc = context.Process(target=_worker_main, args=(theirs, setup, os.getpid()), daemon=True)
-                proc.start()
+                with _ctrl_c_held():
+                    proc.start()
                 theirs.close()
                 self.procs.append(proc)
         except BaseException:  # Ctrl-C while starting them: stop those started
@@ -446,11 +447,28 @@ def _as_tuple(batch: Sequence[Document], result: Result) -> tuple[Any, ...]:
 # ---------------------------------------------------------------- the worker side
 
 
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """SIGINT blocked (POSIX): a worker forked meanwhile starts with it blocked and
+    ignores it before it unblocks it, so a Ctrl-C as it starts cannot raise in it (a
+    traceback on stderr); this process gets that Ctrl-C when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def _worker_main(conn: Connection, setup: Callable[[], Callable[[Any], Any]], parent: int) -> None:
     """Do the task that setup() returns to each message that arrives and answer (True,
     what it returns), or (False, the traceback) on a bug; stop at an empty message or
     when the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
+    if hasattr(signal, "pthread_sigmask"):  # forked with it blocked (_ctrl_c_held)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with_parent(parent)
     task = setup()
     # Answers go out from a thread of their own, so that this one always reads on: a
