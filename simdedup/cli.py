@@ -29,7 +29,7 @@ from .calibrate import LabelledPair
 from .calibrate import best as best_scores
 from .calibrate import calibrate as calibrate_pairs
 from .calibrate import presets as calibration_presets
-from .dedup import Decision, Deduplicator, batches, fingerprint_documents
+from .dedup import Decision, Deduplicator, batches
 from .features import extract
 from .fingerprint import FeatureHasher, format_fingerprint
 from .fingerprint import distance as hamming
@@ -43,7 +43,6 @@ from .read import (
     Lines,
     Problem,
     ReadOptions,
-    read_chunk,
     read_chunks,
     read_documents,
 )
@@ -1003,18 +1002,13 @@ CHUNK_WORKERS_FROM = 2 * CHUNK_BYTES
 def _chunk_printer(
     settings: Settings, read_options: ReadOptions, fmt: str
 ) -> Callable[[Chunk | Problem], tuple[bytes, list[Problem]]]:
-    """A worker's task for `fingerprint` (parallel.ordered_map): a Chunk's printed
-    fingerprints and its input problems; a Problem of the reading, passed on in its place."""
-    hasher = FeatureHasher(settings.bits, settings.seed)
+    """A worker's task for `fingerprint` (parallel.ordered_map): parallel.chunk_task's
+    documents and fingerprints, printed, with the input problems."""
+    fingerprinted = chunk_task(settings, read_options, sketches=False)
 
     def printed(item: Chunk | Problem) -> tuple[bytes, list[Problem]]:
-        if isinstance(item, Problem):
-            return b"", [item]
-        found: list[Problem] = []
-        docs = list(read_chunk(item, read_options, found.append))
-        return _fingerprint_lines(
-            docs, fingerprint_documents(docs, settings, hasher), settings.bits, fmt
-        ), found
+        found, docs, fps = fingerprinted(item)
+        return _fingerprint_lines(docs, fps or [], settings.bits, fmt), found
 
     return printed
 

@@ -299,7 +299,7 @@ def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool) ->
         found: list[Problem] = []
         docs = list(read_chunk(item, read_options, found.append))
         result = batch_results(_work(docs), settings, hasher, sketches) if docs else None
-        return found, [doc._replace(text="") for doc in docs], result
+        return found, [Document(doc.id, "", doc.raw, doc.features) for doc in docs], result
 
     return task
 

@@ -124,29 +124,26 @@ class Lines:
         if self.fd is None:
             yield from self.stream
             return
-        self._reading = True
-        try:
-            tail: list[bytes] = []  # the start of a line whose end has not come yet
-            while data := os.read(self.fd, self.CHUNK):
-                if b"\n" not in data:
-                    tail.append(data)
-                    continue
-                lines = data.split(b"\n")
-                if tail:
-                    lines[0] = b"".join([*tail, lines[0]])
-                last = lines.pop()  # b"" where the data ends with a newline
-                tail = [last] if last else []
-                self._lines.extend(lines)
-                while self._lines:
-                    yield self._lines.popleft()
+        tail: list[bytes] = []  # the start of a line whose end has not come yet
+        for data in self.blocks():
+            if b"\n" not in data:
+                tail.append(data)
+                continue
+            lines = data.split(b"\n")
             if tail:
-                yield b"".join(tail)
-        finally:
-            self._reading = False
+                lines[0] = b"".join([*tail, lines[0]])
+            last = lines.pop()  # b"" where the data ends with a newline
+            tail = [last] if last else []
+            self._lines.extend(lines)
+            while self._lines:
+                yield self._lines.popleft()
+        if tail:
+            yield b"".join(tail)
 
     def blocks(self) -> Iterator[bytes]:
-        """The stream's bytes as they come, for read_chunks; waiting() says, between two
-        blocks, whether the next one would have to wait for the writer."""
+        """The stream's bytes as they come (its lines are cut from them, read_chunks'
+        chunks too); waiting() says, between two blocks, whether the next one would have
+        to wait for the writer."""
         if self.fd is None:
             while data := self.stream.read(self.CHUNK):
                 yield data
