@@ -387,16 +387,20 @@ class _Workers:
             raise
 
     def send(self, conn: Connection, work: Any) -> None:
+        message = pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            conn.send_bytes(pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL))
+            with _whole_message():
+                conn.send_bytes(message)
         except OSError as e:  # BrokenPipeError, ConnectionResetError: the worker is gone
             raise _died() from e
 
     def receive(self, conn: Connection) -> Any:
         try:
-            ok, answer = pickle.loads(conn.recv_bytes())
+            with _whole_message():
+                message = conn.recv_bytes()
         except (EOFError, OSError) as e:
             raise _died() from e
+        ok, answer = pickle.loads(message)
         if not ok:
             raise RuntimeError(f"a fingerprinting worker failed:\n{answer}")
         return answer
@@ -445,6 +449,24 @@ def _as_tuple(batch: Sequence[Document], result: Result) -> tuple[Any, ...]:
 
 
 # ---------------------------------------------------------------- the worker side
+
+
+@contextlib.contextmanager
+def _whole_message() -> Iterator[None]:
+    """A Ctrl-C during a message to or from a worker takes effect once it is whole.
+    Raised halfway, it left the pipe in mid-message: the next answer read from it was
+    garbage, and the run hung after Ctrl-C (2 runs in 10 of a default `scan`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught and callable(previous):
+            previous(signal.SIGINT, None)
 
 
 @contextlib.contextmanager
