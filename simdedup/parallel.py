@@ -6,12 +6,12 @@ fingerprint or a sketch never depends on its batch or process). Workers get the
 Settings once, build their own FeatureHasher, ignore Ctrl-C (the parent decides what an
 interrupt means) and die with the parent. Never prints.
 
-ordered_map runs any task over a stream of items in the same workers, in order: the
-commands give them whole chunks of lines of files and stdin (read.read_chunks) to
-parse and fingerprint (chunk_task; `fingerprint` formats its output there too), so
-that the main process only moves bytes; chunk_batches joins the answers into the
-batches that deciding takes. fingerprint_batches serves directories, read a document
-at a time.
+ordered_map, the one driver of the workers, runs any task over a stream of items in
+them, in order: the commands give them whole chunks of lines of files and stdin
+(read.read_chunks) to parse and fingerprint (chunk_task; `fingerprint` formats its
+output there too), so that the main process only moves bytes; chunk_batches joins the
+answers into the batches that deciding takes. fingerprint_batches serves directories,
+read a document at a time: it maps pieces of their batches and joins the answers back.
 """
 
 from __future__ import annotations
@@ -100,113 +100,65 @@ def fingerprint_batches(
     """(batch, its fingerprints) for every batch, in input order, with `jobs` processes;
     with sketches=True, (batch, fingerprints, sketches, heads) (see Result).
 
-    jobs=1 works in this process. jobs=AUTO times the first piece here and goes on with
-    default_jobs() workers only if it took WORKERS_PAY_OFF seconds a character or more
-    (the results are the same either way). With workers, batches go to them in pieces of
-    at most `piece` documents, round robin, so that a few large batches still keep every
-    worker busy; the first piece is done here (a short input needs no pool, and forked
-    workers inherit what it loaded, such as OpenCC's and rjieba's dictionaries). At most
-    jobs * PIECES_PER_JOB pieces are out at once, and a batch is handed back as soon as
-    it is next in order and all its pieces are back, so a slow
-    input stream is not held back; and with `idle` (read.Lines.waiting), every batch out
-    is handed back before reading on while idle() says the input waits on its writer.
-    On KeyboardInterrupt the batches already out are
+    jobs=1 works in this process, a batch at a time. jobs=AUTO times the first piece
+    here and goes on with default_jobs() workers only if it took WORKERS_PAY_OFF seconds
+    a character or more (the results are the same either way; with workers, ordered_map
+    does the next piece here too, as it does any first item). With workers, batches are
+    cut into pieces of at most `piece` documents that ordered_map hands out, so that a
+    few large batches still keep every worker busy, and its answers are joined back into
+    batches here: the first piece is done here (a short input needs no pool, and forked
+    workers inherit what it loaded, such as OpenCC's and rjieba's dictionaries), at most
+    jobs * PIECES_PER_JOB pieces are out at once, the next batch is read only once no
+    batch is back in part, and a batch is handed back as soon as it is next in order and
+    all its pieces are back, so a slow input stream is not held back; and with `idle`
+    (read.Lines.waiting), every batch out is handed back before reading on while idle()
+    says the input waits on its writer. On KeyboardInterrupt the batches already out are
     collected (for up to DRAIN_SECONDS) and handed back before the interrupt is raised
     again, so that every document read so far can still be decided. Close the iterator
     (contextlib.closing) to stop the workers early; they also stop when it is garbage.
     """
-    hasher = FeatureHasher(settings.bits, settings.seed)
-    it = iter(batches)
+    setup = partial(_batch_task, settings, sketches)
+    cut: deque[tuple[Sequence[Document], int]] = deque()  # batches read, with their number of pieces
+    ends = [True]  # whether the last piece taken ends its batch
 
-    def here(docs: Sequence[Document]) -> Result:
-        return batch_results(_work(docs), settings, hasher, sketches)
-
-    def in_process(batches: Iterable[Sequence[Document]]) -> Iterator[tuple[Any, ...]]:
+    def pieces() -> Iterator[Work]:
         for batch in batches:
-            yield _as_tuple(batch, here(batch))
+            # jobs as decided by the time the batch is read (AUTO: after the first piece).
+            # In this process a batch goes whole: fingerprinting is fastest by the batch.
+            split = [batch] if jobs == 1 else _pieces(batch, piece)
+            cut.append((batch, len(split)))
+            for n, docs in enumerate(split, 1):
+                ends[0] = n == len(split)
+                yield _work(docs)
 
-    if jobs == 1:
-        yield from in_process(it)
-        return
-    first = next(it, None)
-    if first is None:
-        return
-    split = _pieces(first, piece)
-    started = time.perf_counter()
-    done_here = here(split[0])
+    work = pieces()
+    done: list[Result] = []
     if jobs == AUTO:
-        chars = sum(len(w) if isinstance(w, str) else len(w) * 8 for w in _work(split[0]))
+        first = next(work, None)
+        if first is None:
+            return
+        started = time.perf_counter()
+        done.append(setup()(first))
+        chars = sum(len(w) if isinstance(w, str) else len(w) * 8 for w in first)
         slow = time.perf_counter() - started >= WORKERS_PAY_OFF * max(1, chars)
         jobs = default_jobs() if slow else 1
-    if jobs <= 1:  # AUTO found fingerprinting cheap: the rest here too
-        yield _as_tuple(first, _joined([done_here, *(here(docs) for docs in split[1:])]))
-        yield from in_process(it)
-        return
-    idle = idle or _never
-    handed = False  # whether the first batch was handed back before the pool started
-    if len(split) == 1:
-        if idle():
-            yield _as_tuple(first, done_here)
-            handed = True
-        following = next(it, None)
-        if following is None:
-            if not handed:
-                yield _as_tuple(first, done_here)
-            return
-        it = chain((following,), it)
-    workers = _Workers(partial(_batch_task, settings, sketches), jobs)
-    # Each batch with its parts in order: a Result made here, or the connection of the
-    # worker that makes it. Every worker answers in the order it was sent to.
-    pending: deque[tuple[Sequence[Document], list[Any]]] = deque()
-    out = [0, 0]  # pieces out at the workers; pieces sent so far (round robin)
+    results: list[Result] = []  # the answers back so far of the next batch to hand back
 
-    def send(batch: Sequence[Document], pieces: list[Sequence[Document]], parts: list[Any]) -> None:
-        for docs in pieces:
-            conn = workers.conns[out[1] % len(workers.conns)]
-            workers.send(conn, _work(docs))
-            parts.append(conn)
-            out[0] += 1
-            out[1] += 1
-        pending.append((batch, parts))
+    def between() -> bool:
+        # Whether every answer out comes back before the next piece is taken: never inside
+        # a batch (its next piece reads nothing); before the next batch is read, while a
+        # batch is back in part (so that no more is read ahead than whole batches out),
+        # and while idle() says reading would wait on the input.
+        return ends[0] and (bool(results) or (idle is not None and idle()))
 
-    def ready(timeout: float = 0.0) -> bool:
-        return all(p.poll(timeout) for p in pending[0][1] if isinstance(p, Connection))
-
-    def collect() -> tuple[Any, ...]:
-        batch, parts = pending.popleft()
-        results = []
-        for part in parts:
-            if isinstance(part, Connection):
-                results.append(workers.receive(part))
-                out[0] -= 1
-            else:
-                results.append(part)
-        return _as_tuple(batch, _joined(results))
-
-    try:
-        try:
-            if not handed:
-                send(first, split[1:], [done_here])
-            for batch in it:
-                while pending and ready():
-                    yield collect()
-                send(batch, _pieces(batch, piece), [])
-                while pending and (out[0] >= jobs * PIECES_PER_JOB or ready() or idle()):
-                    yield collect()
-        except KeyboardInterrupt:
-            # Workers ignore the interrupt; hand back what they finish in time, then stop.
-            workers.clean = False
-            deadline = time.monotonic() + DRAIN_SECONDS
-            while pending and ready(max(0.0, deadline - time.monotonic())):
-                yield collect()
-            raise
-        while pending:
-            yield collect()
-    except BaseException:
-        workers.clean = False
-        raise
-    finally:
-        workers.close()
+    with contextlib.closing(ordered_map(setup, work, jobs, between)) as answers:
+        for result in chain(done, answers):
+            results.append(result)
+            batch, count = cut[0]
+            if len(results) == count:
+                cut.popleft()
+                yield _as_tuple(batch, _joined(results))
+                results.clear()
 
 
 def _never() -> bool:
@@ -240,13 +192,13 @@ def ordered_map(
     """task(item) for every item, in order, where task = setup(): in this process when
     jobs == 1, else in `jobs` worker processes, each with a task of its own, fed round
     robin with at most jobs * PIECES_PER_JOB items out at once (so memory stays flat),
-    and every answer handed back before the next item is taken while idle() says that
-    taking it would wait (read.Lines.waiting). The first item is done here before the
-    workers start: they inherit what it loaded (jieba's dictionary), and an input of one
-    item starts none. `setup` must pickle where processes are not forked. Close the
-    iterator to stop the workers early. On Ctrl-C, what they finish within DRAIN_SECONDS
-    is handed back before the interrupt goes on; on any other exception they are
-    stopped at once."""
+    and every answer handed back before the next item is taken while idle() says not to
+    take it yet (read.Lines.waiting: taking it would wait on the input). The first item
+    is done here before the workers start: they inherit what it loaded (jieba's
+    dictionary), and an input of one item starts none. `setup` must pickle where
+    processes are not forked. Close the iterator to stop the workers early. On Ctrl-C,
+    what they finish within DRAIN_SECONDS is handed back before the interrupt goes on;
+    on any other exception they are stopped at once."""
     idle = idle or _never
     it = iter(items)
     task = setup()

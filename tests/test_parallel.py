@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -143,6 +143,23 @@ def test_batches_cut_in_pieces_come_back_whole_and_in_order(docs: list[str], siz
     one = run(1)
     assert run(2) == one
     assert [i for ids, _, _, _ in one for i in ids] == [str(i) for i in range(len(docs))]
+
+
+def test_while_the_input_waits_every_batch_out_comes_back_before_the_next_is_read() -> None:
+    # A batch from a stdin that has gone quiet must be decided before reading on waits
+    # for its writer: the first batch too, whose pieces are at the workers (the old
+    # driver held it back until the next batch came).
+    events: list[str] = []
+
+    def read() -> Iterator[list[Document]]:
+        for k in range(4):
+            events.append(f"read {k}")
+            yield [Document(f"{k}.{i}", f"text {k} {i}", b"") for i in range(30)]
+
+    for batch, fps in fingerprint_batches(read(), Settings(), 2, piece=10, idle=lambda: True):
+        events.append(f"back {batch[0].id.split('.')[0]}")
+        assert len(fps) == len(batch) == 30
+    assert events == [event for k in range(4) for event in (f"read {k}", f"back {k}")]
 
 
 def test_given_features_and_texts_mix_in_one_batch() -> None:
