@@ -105,7 +105,7 @@ def search_run(
             for qi in range(i, j):
                 q = by_bucket[qi]
                 value = queries[q]
-                if _mark_within(gathered, value, hi - lo, k, near) == 0:
+                if _count_within(gathered, value, hi - lo, k, near) == 0:
                     continue
                 for p in range(hi - lo):
                     if near[p] == 0:
@@ -163,23 +163,16 @@ def _agreeing(x, block_starts, block_masks, n_blocks):  # type: ignore[no-untype
 
 
 @njit(inline="always")
-def _count_within(words, value, n, k):  # type: ignore[no-untyped-def]
-    # How many of words[:n] are within k of value. Hits are rare, so this loop, which
-    # LLVM vectorizes, runs first, and the one that records hits only where there are some.
-    found = 0
-    for j in range(n):
-        found += _popcount(words[j] ^ value) <= k
-    return found
-
-
-@njit(inline="always")
-def _mark_within(words, value, n, k, near):  # type: ignore[no-untyped-def]
-    # _count_within, which also marks (near[j] = 1) the words within k: one vectorized
-    # pass, after which only the marked ones need a second look.
+def _count_within(words, value, n, k, near=None):  # type: ignore[no-untyped-def]
+    # How many of words[:n] are within k of value; with `near`, each marked there too
+    # (near[j] = 1), so that only the marked ones need a second look. Hits are rare, so
+    # this loop, which LLVM vectorizes, runs first, and the one that records hits only
+    # where there are some. numba compiles the test of `near` away.
     found = 0
     for j in range(n):
         within = _popcount(words[j] ^ value) <= k
-        near[j] = within
+        if near is not None:
+            near[j] = within
         found += within
     return found
 
