@@ -69,7 +69,19 @@ def build_table(buckets, order, offsets):  # type: ignore[no-untyped-def]
 
 @njit(cache=True, nogil=True)
 def search_run(
-    order, offsets, start, buckets, words, queries, k, block_starts, block_masks, first_tables, t_lo, t_hi
+    order,
+    offsets,
+    start,
+    buckets,
+    words,
+    queries,
+    k,
+    block_starts,
+    block_masks,
+    first_tables,
+    t_lo,
+    t_hi,
+    hot,
 ):  # type: ignore[no-untyped-def]
     """(query, row, distance) for every row of one run within k of a query whose first
     table keyed on blocks they agree on is one of tables t_lo..t_hi - 1 (so each pair
@@ -78,9 +90,11 @@ def search_run(
     every stored fingerprint; rows are local + start.
 
     Queries that fall in the same bucket (common words make a few buckets hot) are
-    compared with it together: its fingerprints are gathered once, then read in order,
-    in a vectorized pass that marks the rows within k; only marked rows are looked at
+    compared with it together: its fingerprints are gathered once (or read from the
+    run's copy of its hot buckets, `hot`: see hot_copies), then read in order, in a
+    vectorized pass that marks the rows within k; only marked rows are looked at
     again."""
+    hot_ids, hot_tables, hot_at, hot_words, least = hot
     tables, m = buckets.shape
     size = order.shape[0] // tables
     n_blocks = block_starts.shape[0]
@@ -97,26 +111,70 @@ def search_run(
             while j < m and buckets[t, by_bucket[j]] == b:
                 j += 1
             lo, hi = np.int64(offsets[t, b]), np.int64(offsets[t, b + 1])
-            if hi - lo > gathered.shape[0]:
-                gathered = np.empty(2 * (hi - lo), np.uint64)
+            if hi - lo > near.shape[0]:
                 near = np.empty(2 * (hi - lo), np.uint8)
-            for p in range(lo, hi):
-                gathered[p - lo] = words[np.int64(order[t * size + p]) + start]
+            if hi - lo >= least:  # copied in bucket order: nothing to gather
+                h = hot_tables[t] + np.searchsorted(hot_ids[hot_tables[t] : hot_tables[t + 1]], b)
+                bucket = hot_words[hot_at[h] : hot_at[h] + hi - lo]
+            else:
+                if hi - lo > gathered.shape[0]:
+                    gathered = np.empty(2 * (hi - lo), np.uint64)
+                for p in range(lo, hi):
+                    gathered[p - lo] = words[np.int64(order[t * size + p]) + start]
+                bucket = gathered[: hi - lo]
             for qi in range(i, j):
                 q = by_bucket[qi]
                 value = queries[q]
-                if _count_within(gathered, value, hi - lo, k, near) == 0:
+                if _count_within(bucket, value, hi - lo, k, near) == 0:
                     continue
                 for p in range(hi - lo):
                     if near[p] == 0:
                         continue
-                    x = gathered[p] ^ value
+                    x = bucket[p] ^ value
                     if first_tables[_agreeing(x, block_starts, block_masks, n_blocks)] != t:
                         continue
                     out = _append(out, n, q, np.int64(order[t * size + lo + p]) + start, _popcount(x))
                     n += 1
             i = j
     return out[0][:n], out[1][:n], out[2][:n]
+
+
+@njit(cache=True, nogil=True)
+def hot_copies(order, offsets, start, words, least):  # type: ignore[no-untyped-def]
+    """The buckets of at least `least` rows of a run's tables (order, offsets: as
+    search_run takes them) and a copy of their rows' fingerprints in the tables' order:
+    (ids, tables, at, copy), where table t's copied buckets are ids[tables[t]:tables[t +
+    1]] (ascending) and bucket ids[i]'s rows are copy[at[i]:]. In a crowded index most
+    of a query's candidates sit in a few large buckets; search_run reads those in order
+    from here instead of gathering them from all over the index."""
+    n_tables, n_buckets = offsets.shape[0], offsets.shape[1] - 1
+    size = order.shape[0] // max(n_tables, 1)
+    tables = np.zeros(n_tables + 1, np.int64)
+    total = 0
+    for t in range(n_tables):
+        tables[t + 1] = tables[t]
+        for b in range(n_buckets):
+            rows = np.int64(offsets[t, b + 1]) - np.int64(offsets[t, b])
+            if rows >= least:
+                tables[t + 1] += 1
+                total += rows
+    ids = np.empty(tables[n_tables], np.int64)
+    at = np.empty(tables[n_tables], np.int64)
+    copy = np.empty(total, np.uint64)
+    i = 0
+    n = 0
+    for t in range(n_tables):
+        for b in range(n_buckets):
+            lo, hi = np.int64(offsets[t, b]), np.int64(offsets[t, b + 1])
+            if hi - lo < least:
+                continue
+            ids[i] = b
+            at[i] = n
+            for p in range(t * size + lo, t * size + hi):
+                copy[n] = words[np.int64(order[p]) + start]
+                n += 1
+            i += 1
+    return ids, tables, at, copy
 
 
 @njit(cache=True, nogil=True)
@@ -306,7 +364,8 @@ def warm() -> None:
     ones = np.ones(1, np.uint64)
     build_table(table_buckets(words, ones, ones, np.ones(3, np.uint64), 1), order, offsets)
     first, buckets = np.zeros(2, np.int64), np.zeros((1, 4), np.int64)
-    search_run(order, offsets.reshape(1, 3), 0, buckets, words, words, 1, ones, ones, first, 0, 1)
+    hot = (*hot_copies(order, offsets.reshape(1, 3), 0, words, 1), 1)
+    search_run(order, offsets.reshape(1, 3), 0, buckets, words, words, 1, ones, ones, first, 0, 1, hot)
     table_pairs(order, offsets, 0, words, 1, 0, ones, ones, first)
     all_pairs(words, 1)
     cross_pairs(words, words, 1)

@@ -7,6 +7,7 @@ import threading
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_index import brute_pairs, clustered
@@ -24,9 +25,17 @@ def compiled_from_the_first_row() -> mock._patch:  # type: ignore[type-arg]
 
 
 @settings(max_examples=150, deadline=None)
-@given(fps=clustered(), k=st.integers(0, 16), buffer=st.sampled_from([1, 2, 5, 1024]))
-def test_compiled_index_finds_exactly_the_brute_force_pairs(fps: list[int], k: int, buffer: int) -> None:
-    with compiled_from_the_first_row():
+@given(
+    fps=clustered(),
+    k=st.integers(0, 16),
+    buffer=st.sampled_from([1, 2, 5, 1024]),
+    copied=st.sampled_from([1, 2, 3, index_module.COPIED_BUCKET]),
+)
+def test_compiled_index_finds_exactly_the_brute_force_pairs(
+    fps: list[int], k: int, buffer: int, copied: int
+) -> None:
+    # copied: the least bucket size whose fingerprints a run copies in order (hot_copies)
+    with compiled_from_the_first_row(), mock.patch.object(index_module, "COPIED_BUCKET", copied):
         index = BlockIndex(64, k, buffer_rows=buffer)
         found = []
         for j, fp in enumerate(fps):
@@ -81,7 +90,9 @@ def hot_and_random(seed: int, n: int) -> np.ndarray:
     return np.concatenate([near, rng.integers(0, 2**64, n - n // 2, dtype=np.uint64)])[rng.permutation(n)]
 
 
-def test_compiled_tables_and_search_equal_numpy_ones_on_hot_buckets() -> None:
+@pytest.mark.parametrize("copied", [2, 1 << 62])
+def test_compiled_tables_and_search_equal_numpy_ones_on_hot_buckets(copied: int, monkeypatch) -> None:
+    monkeypatch.setattr(index_module, "COPIED_BUCKET", copied)
     fps = hot_and_random(3, 20_000)
     by_numpy, by_loops = BlockIndex(64, 4), BlockIndex(64, 4)
     results = []
@@ -97,6 +108,8 @@ def test_compiled_tables_and_search_equal_numpy_ones_on_hot_buckets() -> None:
         assert np.array_equal(run_a.order, run_b.order)
         assert np.array_equal(run_a.offsets, run_b.offsets)
     assert sum(len(q) for q, _, _ in results[0]) > 10_000  # the hot buckets found many
+    copied_rows = sum(len(run.hot[3]) for run in by_loops._runs)
+    assert (copied_rows > 0) == (copied == 2)  # with copies of the hot buckets, and without
     for a, b in zip(*results):
         assert all(np.array_equal(x, y) for x, y in zip(a, b))
 
