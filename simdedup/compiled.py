@@ -144,7 +144,8 @@ def hot_copies(order, offsets, start, words, least):  # type: ignore[no-untyped-
     """The buckets of at least `least` rows of a run's tables (order, offsets: as
     search_run takes them) and a copy of their rows' fingerprints in the tables' order:
     (ids, tables, at, copy), where table t's copied buckets are ids[tables[t]:tables[t +
-    1]] (ascending) and bucket ids[i]'s rows are copy[at[i]:]. In a crowded index most
+    1]] (ascending) and the fingerprints of bucket ids[i]'s rows start at copy[at[i]],
+    as many as the bucket holds. In a crowded index most
     of a query's candidates sit in a few large buckets; search_run reads those in order
     from here instead of gathering them from all over the index."""
     n_tables, n_buckets = offsets.shape[0], offsets.shape[1] - 1
