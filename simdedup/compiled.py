@@ -260,7 +260,7 @@ _CHUNK = 8
 
 
 @njit(cache=True, nogil=True)
-def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least):  # type: ignore[no-untyped-def]
+def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least, visit):  # type: ignore[no-untyped-def]
     """sketch.OnePermutation.similarity of a[a_rows[t]] and b[b_rows[t]] for every t,
     without gathering the rows: a and b are sketches as (rows, words) uint64, `lanes`
     the lowest bit of every code. The same integers and the same one division, so the
@@ -272,7 +272,9 @@ def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least):  # type: ignor
     agreeing ones, which bounds it by (C agree - both + (C - 1) r) / ((C - 1) (either +
     r)), r = a's non-empty bins left. Most candidate pairs of a crowded index are
     unrelated texts, rejected after a cache line or two of their 256 bytes. `a` should
-    be the smaller side (a batch): its non-empty bins are counted for every row."""
+    be the smaller side (a batch): its non-empty bins are counted for every row. Pairs
+    are visited in the order of `visit` (a permutation of the pairs; by_row_group puts
+    b's rows nearly in order, so that a large b is read nearly in order)."""
     out = np.empty(a_rows.shape[0], np.float64)
     codes = (1 << bits) - 1
     words = a.shape[1]
@@ -289,7 +291,8 @@ def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least):  # type: ignor
                 left[r, w // _CHUNK] += _popcount(nonzero & lanes)
             for c in range(chunks - 1, -1, -1):
                 left[r, c] += left[r, c + 1]
-    for t in range(a_rows.shape[0]):
+    for v in range(visit.shape[0]):
+        t = visit[v]
         ra, rb = a_rows[t], b_rows[t]
         agree = 0
         both = 0
@@ -322,6 +325,25 @@ def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least):  # type: ignor
             estimate = (codes * agree - both) / max(either * (codes - 1), 1)
             out[t] = min(max(estimate, 0.0), 1.0)
     return out
+
+
+@njit(cache=True, nogil=True)
+def by_row_group(rows, shift):  # type: ignore[no-untyped-def]
+    """The positions of `rows` (int64, >= 0) in ascending order of rows >> shift, and in
+    their own order within a group: a counting sort, O(n + groups)."""
+    n = rows.shape[0]
+    groups = (rows.max() >> shift) + 1 if n else 1
+    starts = np.zeros(groups + 1, np.int64)
+    for i in range(n):
+        starts[(rows[i] >> shift) + 1] += 1
+    for g in range(groups):
+        starts[g + 1] += starts[g]
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        g = rows[i] >> shift
+        order[starts[g]] = i
+        starts[g] += 1
+    return order
 
 
 @njit(cache=True, nogil=True)
@@ -371,4 +393,7 @@ def warm() -> None:
     all_pairs(words, 1)
     cross_pairs(words, words, 1)
     sketches = np.zeros((2, 4), np.uint64)
-    pair_similarity(sketches, np.zeros(1, np.int64), sketches, np.ones(1, np.int64), 2, np.uint64(1), 0.5)
+    visit = by_row_group(np.ones(1, np.int64), 6)
+    pair_similarity(
+        sketches, np.zeros(1, np.int64), sketches, np.ones(1, np.int64), 2, np.uint64(1), 0.5, visit
+    )

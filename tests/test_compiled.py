@@ -14,6 +14,7 @@ from test_index import brute_pairs, clustered
 
 from simdedup import BlockIndex, Document, Settings
 from simdedup import index as index_module
+from simdedup import sketch as sketch_module
 from simdedup import verify as verify_module
 from simdedup.index import Layout, _Run, near_pair_arrays
 from simdedup.sketch import SKETCH
@@ -125,8 +126,15 @@ def test_compiled_all_pairs_equal_the_numpy_ones(fps: list[int], k: int) -> None
 
 
 @settings(max_examples=50, deadline=None)
-@given(seed=st.integers(0, 2**32), pairs=st.integers(0, 300))
-def test_pair_similarity_gives_the_same_floats_as_similarity(seed: int, pairs: int) -> None:
+@given(
+    seed=st.integers(0, 2**32),
+    pairs=st.integers(0, 300),
+    visit=st.sampled_from([(1 << 62, 64), (0, 1), (0, 4), (0, 64)]),
+)
+def test_pair_similarity_gives_the_same_floats_as_similarity(
+    seed: int, pairs: int, visit: tuple[int, int]
+) -> None:
+    # visit: (VISIT_BY_ROW, ROW_GROUP): pairs in the order given, or by groups of b's rows
     rng = random.Random(seed)
     gen = np.random.default_rng(seed)
     a = gen.integers(0, 256, (40, SKETCH.nbytes), dtype=np.uint8)
@@ -142,7 +150,21 @@ def test_pair_similarity_gives_the_same_floats_as_similarity(seed: int, pairs: i
     a_rows = gen.integers(0, 40, pairs)
     b_rows = gen.integers(0, 40, pairs)
     expected = SKETCH.similarity(a[a_rows], b[b_rows])
-    assert np.array_equal(SKETCH.pair_similarity(a, a_rows, b, b_rows), expected)
+    with (
+        mock.patch.object(sketch_module, "VISIT_BY_ROW", visit[0]),
+        mock.patch.object(sketch_module, "ROW_GROUP", visit[1]),
+    ):
+        assert np.array_equal(SKETCH.pair_similarity(a, a_rows, b, b_rows), expected)
+
+
+@settings(max_examples=50, deadline=None)
+@given(rows=st.lists(st.integers(0, 5000), max_size=300), shift=st.integers(0, 12))
+def test_by_row_group_visits_every_pair_once_by_groups_of_rows_in_order(rows: list[int], shift: int) -> None:
+    from simdedup.compiled import by_row_group
+
+    array = np.array(rows, np.int64)
+    order = by_row_group(array, shift)
+    assert np.array_equal(order, np.argsort(array >> shift, kind="stable"))
 
 
 def test_compiled_all_pairs_through_the_tables_equal_the_numpy_ones() -> None:
