@@ -273,7 +273,7 @@ def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least, visit):  # type
     r)), r = a's non-empty bins left. Most candidate pairs of a crowded index are
     unrelated texts, rejected after a cache line or two of their 256 bytes. `a` should
     be the smaller side (a batch): its non-empty bins are counted for every row. Pairs
-    are visited in the order of `visit` (a permutation of the pairs; by_row_group puts
+    are visited in the order of `visit` (a permutation of the pairs; sketch.by_row_group puts
     b's rows nearly in order, so that a large b is read nearly in order)."""
     out = np.empty(a_rows.shape[0], np.float64)
     codes = (1 << bits) - 1
@@ -328,25 +328,6 @@ def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least, visit):  # type
 
 
 @njit(cache=True, nogil=True)
-def by_row_group(rows, shift):  # type: ignore[no-untyped-def]
-    """The positions of `rows` (int64, >= 0) in ascending order of rows >> shift, and in
-    their own order within a group: a counting sort, O(n + groups)."""
-    n = rows.shape[0]
-    groups = (rows.max() >> shift) + 1 if n else 1
-    starts = np.zeros(groups + 1, np.int64)
-    for i in range(n):
-        starts[(rows[i] >> shift) + 1] += 1
-    for g in range(groups):
-        starts[g + 1] += starts[g]
-    order = np.empty(n, np.int64)
-    for i in range(n):
-        g = rows[i] >> shift
-        order[starts[g]] = i
-        starts[g] += 1
-    return order
-
-
-@njit(cache=True, nogil=True)
 def all_pairs(words, k):  # type: ignore[no-untyped-def]
     """Every (i, j, d), i < j, with d = popcount(words[i] ^ words[j]) <= k, sorted by i
     then j: index.near_pair_arrays for a batch, comparing every pair."""
@@ -393,7 +374,7 @@ def warm() -> None:
     all_pairs(words, 1)
     cross_pairs(words, words, 1)
     sketches = np.zeros((2, 4), np.uint64)
-    visit = by_row_group(np.ones(1, np.int64), 6)
-    pair_similarity(
-        sketches, np.zeros(1, np.int64), sketches, np.ones(1, np.int64), 2, np.uint64(1), 0.5, visit
-    )
+    for visit in (np.zeros(1, np.int64), np.zeros(1, np.uint32)):  # the pairs' order, or by rows
+        pair_similarity(
+            sketches, np.zeros(1, np.int64), sketches, np.ones(1, np.int64), 2, np.uint64(1), 0.5, visit
+        )

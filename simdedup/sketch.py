@@ -275,13 +275,10 @@ class OnePermutation:
         after reading a part of its sketches (compiled.pair_similarity). `a` should be
         the smaller array. Many pairs are visited by groups of b's rows (ROW_GROUP), so
         that a large b is read nearly in order: the same floats, in the pairs' order."""
-        from .compiled import by_row_group, pair_similarity
+        from .compiled import pair_similarity
 
         b_rows = np.asarray(b_rows, np.int64)
-        if len(b_rows) >= VISIT_BY_ROW:
-            visit = by_row_group(b_rows, ROW_GROUP.bit_length() - 1)
-        else:
-            visit = np.arange(len(b_rows))
+        visit = by_row_group(b_rows) if len(b_rows) >= VISIT_BY_ROW else np.arange(len(b_rows))
         return pair_similarity(  # type: ignore[no-any-return]
             _words(a),
             np.asarray(a_rows, np.int64),
@@ -300,6 +297,20 @@ class OnePermutation:
 #: random sketches: 290-340 ns a pair; visited by groups of 64 rows, 16 KB: 100-120).
 VISIT_BY_ROW = 1 << 14
 ROW_GROUP = 64
+
+
+def by_row_group(rows: np.ndarray) -> np.ndarray:
+    """The positions of `rows` (int64, >= 0) by groups of ROW_GROUP rows, ascending, and
+    in their own order within a group: the index's counting sort (compiled.build_table)
+    with the groups for buckets."""
+    from .compiled import build_table
+
+    groups = rows >> (ROW_GROUP.bit_length() - 1)
+    order = np.empty(len(rows), np.uint32)
+    build_table(groups, order, np.zeros(int(groups.max(initial=0)) + 2, np.uint32))
+    return order
+
+
 #: The lowest bit of every 2-, 4- or 8-bit code in a 64-bit word.
 _LANES = {bits: np.uint64(sum(1 << i for i in range(0, 64, bits))) for bits in (2, 4, 8)}
 
