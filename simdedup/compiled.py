@@ -31,23 +31,39 @@ def _popcount(x):  # type: ignore[no-untyped-def]
     return np.int64((x * _H01) >> np.uint64(56))
 
 
+@njit(inline="always")
+def _key_hash(x, starts, masks, mix):  # type: ignore[no-untyped-def]
+    # index.Layout.key_hash of one 64-bit fingerprint (uint64 arithmetic wraps alike).
+    h = ((x >> starts[0]) & masks[0]) * mix[0]
+    for b in range(1, starts.shape[0]):
+        h ^= h >> np.uint64(29)
+        h = (h ^ ((x >> starts[b]) & masks[b])) * mix[1]
+    h ^= h >> np.uint64(32)
+    return h * mix[2]
+
+
 @njit(cache=True, nogil=True)
 def table_buckets(words, starts, masks, mix, p):  # type: ignore[no-untyped-def]
     """Each 64-bit fingerprint's bucket (int64) in a table keyed on the blocks at
     `starts` with `masks`, among 2 ** p: index.Layout.key_hash and _bucket_of in one
-    pass, the same integers (uint64 arithmetic wraps alike), without their arrays."""
+    pass, the same integers, without their arrays."""
     out = np.empty(words.shape[0], np.int64)
     shift = np.uint64(64 - p)
     for i in range(words.shape[0]):
-        x = words[i]
-        h = ((x >> starts[0]) & masks[0]) * mix[0]
-        for b in range(1, starts.shape[0]):
-            h ^= h >> np.uint64(29)
-            h = (h ^ ((x >> starts[b]) & masks[b])) * mix[1]
-        h ^= h >> np.uint64(32)
-        h *= mix[2]
-        out[i] = np.int64(h >> shift) if p > 0 else 0
+        out[i] = np.int64(_key_hash(words[i], starts, masks, mix) >> shift) if p > 0 else 0
     return out
+
+
+@njit(cache=True, nogil=True)
+def keys_in_order(words, starts, masks, mix):  # type: ignore[no-untyped-def]
+    """(hashes, order): each 64-bit fingerprint's key hash in a table (as
+    index.Layout.key_hash gives it) and the fingerprints' places sorted by it. A run's
+    bucket is a hash's top bits, so this order puts the queries in bucket order in every
+    run: search_run sorts once a table instead of once a table and run."""
+    hashes = np.empty(words.shape[0], np.uint64)
+    for i in range(words.shape[0]):
+        hashes[i] = _key_hash(words[i], starts, masks, mix)
+    return hashes, np.argsort(hashes)
 
 
 @njit(cache=True, nogil=True)
@@ -72,7 +88,9 @@ def search_run(
     order,
     offsets,
     start,
-    buckets,
+    p,
+    hashes,
+    by_hash,
     words,
     queries,
     k,
@@ -86,8 +104,9 @@ def search_run(
     """(query, row, distance) for every row of one run within k of a query whose first
     table keyed on blocks they agree on is one of tables t_lo..t_hi - 1 (so each pair
     once over all the tables), as index._Run.search finds them, for 64-bit
-    fingerprints. `buckets`: (tables, m) each query's bucket in each table; `words`:
-    every stored fingerprint; rows are local + start.
+    fingerprints. `hashes`, `by_hash`: (tables, m) each query's key hash in each table
+    and the queries sorted by it (keys_in_order), of which the run's 2 ** p buckets are
+    the top p bits; `words`: every stored fingerprint; rows are local + start.
 
     Queries that fall in the same bucket (common words make a few buckets hot) are
     compared with it together: its fingerprints are gathered once (or read from the
@@ -101,7 +120,9 @@ def search_run(
     has many in flight. Read bucket by bucket, each waited on the one before: 1.6-2x
     the time on random fingerprints, 1.1-1.3x on crowded ones (1M-3M rows)."""
     hot_ids, hot_tables, hot_at, hot_words, least = hot
-    tables, m = buckets.shape
+    tables, m = hashes.shape
+    shift = np.uint64(64 - p)
+    sorted_buckets = np.zeros(m, np.int64)
     size = order.shape[0] // tables
     n_blocks = block_starts.shape[0]
     out = _triples(4 * m + 64)
@@ -118,8 +139,10 @@ def search_run(
     rows = np.empty(8 * m, np.int64)
     gathered = np.empty(8 * m, np.uint64)
     for t in range(t_lo, t_hi):
-        by_bucket = np.argsort(buckets[t])
-        sorted_buckets = buckets[t][by_bucket]
+        by_bucket = by_hash[t]
+        if p > 0:
+            for i in range(m):
+                sorted_buckets[i] = np.int64(hashes[t, by_bucket[i]] >> shift)
         i = 0
         while i < m:
             b = sorted_buckets[i]
@@ -145,8 +168,8 @@ def search_run(
         i = 0
         while i < m:
             if not copied[i]:
-                for p in range(his[i] - los[i]):
-                    rows[at[i] + p] = np.int64(order[t * size + los[i] + p]) + start
+                for r in range(his[i] - los[i]):
+                    rows[at[i] + r] = np.int64(order[t * size + los[i] + r]) + start
             i = ends[i]
         for c in range(total):
             gathered[c] = words[rows[c]]
@@ -162,11 +185,11 @@ def search_run(
                 if _count_within(bucket, value, width, k) == 0:
                     continue
                 for h in range(_within(bucket, value, width, k, near)):
-                    p = near[h]
-                    x = bucket[p] ^ value
+                    r = near[h]
+                    x = bucket[r] ^ value
                     if first_tables[_agreeing(x, block_starts, block_masks, n_blocks)] != t:
                         continue
-                    out = _append(out, n, q, np.int64(order[t * size + los[i] + p]) + start, _popcount(x))
+                    out = _append(out, n, q, np.int64(order[t * size + los[i] + r]) + start, _popcount(x))
                     n += 1
             i = ends[i]
     return out[0][:n], out[1][:n], out[2][:n]
@@ -411,9 +434,11 @@ def warm() -> None:
     order, offsets = np.zeros(4, np.uint32), np.zeros(3, np.uint32)
     ones = np.ones(1, np.uint64)
     build_table(table_buckets(words, ones, ones, np.ones(3, np.uint64), 1), order, offsets)
-    first, buckets = np.zeros(2, np.int64), np.zeros((1, 4), np.int64)
+    first = np.zeros(2, np.int64)
+    hashes, by_hash = keys_in_order(words, ones, ones, np.ones(3, np.uint64))
     hot = (*hot_copies(order, offsets.reshape(1, 3), 0, words, 1), 1)
-    search_run(order, offsets.reshape(1, 3), 0, buckets, words, words, 1, ones, ones, first, 0, 1, hot)
+    keyed = (hashes.reshape(1, 4), by_hash.reshape(1, 4))
+    search_run(order, offsets.reshape(1, 3), 0, 1, *keyed, words, words, 1, ones, ones, first, 0, 1, hot)
     table_pairs(order, offsets, 0, words, 1, 0, ones, ones, first)
     all_pairs(words, 1)
     cross_pairs(words, words, 1)

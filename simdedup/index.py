@@ -39,7 +39,7 @@ COPIED_BUCKET = 256
 COMPILED_ROWS = 1 << 15
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
-_MIX_WORDS = np.array(_MIX, np.uint64)  # the same, for compiled.table_buckets
+_MIX_WORDS = np.array(_MIX, np.uint64)  # the same, for compiled.py's key hashes
 
 
 def fingerprint_array(fps: Sequence[int], bits: int = 64) -> np.ndarray:
@@ -188,6 +188,18 @@ class Layout:
             len(self.keys), len(words)
         )
 
+    def keys_in_order(self, words: np.ndarray, tables: range) -> tuple[np.ndarray, np.ndarray]:
+        """(hashes, by_hash), each (tables, n): key_hashes of 64-bit fingerprints and, per
+        table, their places sorted by it (compiled.keys_in_order), for the tables in
+        `tables` only; the other rows are zeros."""
+        from .compiled import keys_in_order
+
+        hashes = np.zeros((len(self.keys), len(words)), np.uint64)
+        by_hash = np.zeros((len(self.keys), len(words)), np.int64)
+        for t in tables:
+            hashes[t], by_hash[t] = keys_in_order(words[:, 0], *self.compiled_keys[t], _MIX_WORDS)
+        return hashes, by_hash
+
 
 def _lowest_bit(masks: np.ndarray) -> np.ndarray:
     """Index of each mask's lowest set bit, -1 for 0."""
@@ -289,28 +301,27 @@ class _Run:
         layout: Layout,
         words: np.ndarray,
         queries: np.ndarray,
-        hashes: np.ndarray | None,
+        hashes: np.ndarray,
+        by_hash: np.ndarray | None,
         k: int,
-        compiled: bool,
         part: range,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query, row, distance) for every row of this run within k of a query, each once,
-        given the queries' key_hashes; `compiled`: by compiled.search_run (64-bit only),
-        which needs no hashes.
+        given the queries' key_hashes; with `by_hash`, the queries in the order of each
+        table's hashes (Layout.keys_in_order), by compiled.search_run (64-bit only).
         Only the pairs whose first agreeing table is in `part` (a range of tables; all
         of them for a whole search): searches split over tables find each pair once."""
-        if compiled:
-            from .compiled import search_run, table_buckets
+        if by_hash is not None:
+            from .compiled import search_run
 
             starts, masks, first = layout.compiled_blocks
-            buckets = np.zeros((len(layout.keys), len(queries)), np.int64)  # only `part`'s are read
-            for t in part:
-                buckets[t] = table_buckets(queries[:, 0], *layout.compiled_keys[t], _MIX_WORDS, self.p)
             return search_run(
                 self.order,
                 self.offsets,
                 self.start,
-                buckets,
+                self.p,
+                hashes,
+                by_hash,
                 words[:, 0],
                 queries[:, 0],
                 k,
@@ -321,7 +332,6 @@ class _Run:
                 part.stop,
                 self.hot,
             )  # type: ignore[no-any-return]
-        assert hashes is not None
         tables, m = hashes.shape
         n_buckets = self.offsets.shape[1] - 1
         flat = (_bucket_of(hashes, self.p) + np.arange(tables)[:, None] * (n_buckets + 1)).ravel()
@@ -580,11 +590,14 @@ class BlockIndex:
         self, queries: np.ndarray, k: int, tables: range, buffer: bool
     ) -> Iterable[tuple[np.ndarray, ...]]:
         """The pairs of every run, of `tables` only; with `buffer`, the buffer's too."""
-        # The numpy search hashes every table's keys once for all runs; a compiled run
-        # finds the buckets of `tables` only, in one compiled pass each.
-        hashes = self.layout.key_hashes(queries) if self._runs and not self.compiled else None
+        # Every table's keys are hashed once for all runs; compiled, only those of
+        # `tables`, with the queries sorted by them.
+        if self._runs and self.compiled:
+            hashes, by_hash = self.layout.keys_in_order(queries, tables)
+        elif self._runs:
+            hashes, by_hash = self.layout.key_hashes(queries), None
         for run in self._runs:
-            yield run.search(self.layout, self._words, queries, hashes, k, self.compiled, tables)
+            yield run.search(self.layout, self._words, queries, hashes, by_hash, k, tables)
         if not buffer:
             return
         start = self._buffer_start
