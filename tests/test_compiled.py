@@ -80,6 +80,28 @@ def test_a_search_split_over_tables_finds_each_pair_of_the_whole_once(
     assert all(np.array_equal(x[order], y) for x, y in zip((q, rows, d), whole))
 
 
+@settings(max_examples=60, deadline=None)
+@given(fps=clustered(), k=st.integers(0, 16), lo=st.integers(0, 30), width=st.integers(0, 30))
+def test_keys_in_order_are_each_tables_key_hashes_and_the_order_they_sort_in(
+    fps: list[int], k: int, lo: int, width: int
+) -> None:
+    # search_run takes every run's buckets as the top bits of these hashes, in this order
+    layout = Layout.for_(64, k)
+    words = np.array(fps, np.uint64).reshape(-1, 1)
+    n_tables = len(layout.keys)
+    tables = range(min(lo, n_tables), min(lo + width, n_tables))
+    hashes, by_hash = layout.keys_in_order(words, tables)
+    expected = layout.key_hashes(words)
+    for t in range(n_tables):
+        if t not in tables:  # another thread's part of the tables: left alone
+            assert not hashes[t].any() and not by_hash[t].any()
+            continue
+        assert np.array_equal(hashes[t], expected[t])
+        assert np.array_equal(np.sort(by_hash[t]), np.arange(len(fps)))
+        in_order = hashes[t][by_hash[t]]
+        assert np.all(in_order[1:] >= in_order[:-1])
+
+
 def hot_and_random(seed: int, n: int) -> np.ndarray:
     """Half the fingerprints near a few centres (hot buckets), half uniform."""
     rng = np.random.default_rng(seed)
