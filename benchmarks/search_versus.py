@@ -8,11 +8,12 @@ printed, and both must find the same pairs (counted).
 
     git worktree add /tmp/before c89ce06
     (cd /tmp/before && /work/main/.venv/bin/python -c 'import simdedup.compiled as c; c.warm()')
-    .venv/bin/python benchmarks/search_versus.py /tmp/before --rows 1000000 fps.npy
+    .venv/bin/python benchmarks/search_versus.py /tmp/before --rows 1000000 fps.hex
     .venv/bin/python benchmarks/search_versus.py /tmp/before --rows 1000000   # random ones
 
-fps.npy: uint64 fingerprints (np.save), e.g. column 1 of `simdedup fingerprint
-corpus.txt` read as hex. Without it, uniform random fingerprints, the same in both.
+fps.hex: hex fingerprints, one a line, as large_index.py reads them (`simdedup
+fingerprint corpus.txt | cut -f1`), or a .npy of them as uint64 (np.save), faster to
+load. Without it, uniform random fingerprints, the same in both.
 """
 
 from __future__ import annotations
@@ -37,8 +38,12 @@ def child(checkout: str, path: str | None, rows: int, batches: int, repeat: int)
 
     assert Path(sys.modules["simdedup"].__file__).is_relative_to(checkout)  # type: ignore[arg-type]
     count = rows + batches * BATCH
-    if path:
+    if path and path.endswith(".npy"):
         fps = np.load(path)[:count]
+    elif path:  # hex, one a line, as large_index.py reads them
+        from large_index import load
+
+        fps = load(path, count)
     else:
         fps = np.random.default_rng(2).integers(0, 2**64, size=count, dtype=np.uint64)
     index = BlockIndex(64, 4)
@@ -62,7 +67,7 @@ def child(checkout: str, path: str | None, rows: int, batches: int, repeat: int)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before", help="the other checkout (its numba cache warmed)")
-    parser.add_argument("fingerprints", nargs="?", help="a .npy of uint64 fingerprints (default: random)")
+    parser.add_argument("fingerprints", nargs="?", help="hex, one a line, or a .npy (default: random)")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
