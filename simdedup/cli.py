@@ -524,20 +524,22 @@ def _made(
     jobs: int,
     sketches: bool,
     on_problem: Callable[[Problem], None],
+    raw: bool = True,
 ) -> Iterator[tuple[Any, ...]]:
     """read -> batches -> fingerprints (and sketches) in `jobs` processes: (batch, its
     fingerprints, ...) as fingerprint_batches gives them, each input problem reported
     before the batch it is in. Files and stdin are read in chunks of lines that the
     workers parse too (read.read_chunks, parallel.chunk_batches), so the main process
-    only moves bytes and documents without their texts; a directory a document at a
-    time. From stdin, a batch also ends where its writer goes quiet (Lines.waiting).
-    Close the iterator to stop the workers."""
+    only moves bytes and documents without their texts (and with raw=False without
+    their input form, Document.raw); a directory a document at a time. From stdin, a
+    batch also ends where its writer goes quiet (Lines.waiting). Close the iterator to
+    stop the workers."""
     idle = _idle(sources, stdin)
     jobs_here = _chunk_jobs(sources, jobs)
     if jobs_here is None:
         docs = read_documents(sources, read_options, on_problem, stdin)
         return _batched(docs, settings, jobs, sketches, idle)
-    setup = functools.partial(chunk_task, settings, read_options, sketches)
+    setup = functools.partial(chunk_task, settings, read_options, sketches, raw)
     chunks = read_chunks(sources, read_options, stdin, DECIDED_CHUNK_BYTES)
     return chunk_batches(ordered_map(setup, chunks, jobs_here, idle), PIPELINE_BATCH, on_problem, idle)
 
@@ -638,7 +640,9 @@ def _run(
     # A verifying Deduplicator gets the batch's sketches too, made by the workers.
     stdin = Lines(_binary(sys.stdin))
     verifying = isinstance(dd, VerifyingDeduplicator)
-    made = _made(sources, stdin, read_options, dd.settings, jobs, verifying, on_problem)
+    # Only writing the unique documents back needs their input form from the workers.
+    raw = any(isinstance(writer, UniqueWriter) for writer in writers)
+    made = _made(sources, stdin, read_options, dd.settings, jobs, verifying, on_problem, raw)
 
     def record(decision: Decision) -> None:
         summary.count(decision)

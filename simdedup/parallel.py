@@ -238,11 +238,12 @@ def ordered_map(
         workers.close()
 
 
-def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool) -> ChunkTask:
+def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool, raw: bool = True) -> ChunkTask:
     """A worker's task (ordered_map's setup) for read.read_chunks' items: a Chunk's
     (problems, documents, their Result); a Problem of the reading, passed on in its
     place. The documents come back without their texts, which only fingerprinting
-    needs: half the bytes to send."""
+    needs: half the bytes to send; with raw=False without their input form either
+    (Document.raw, which only writing the unique documents back needs): the other half."""
     hasher = FeatureHasher(settings.bits, settings.seed)
 
     def task(item: Chunk | Problem) -> tuple[list[Problem], list[Document], Result | None]:
@@ -251,7 +252,8 @@ def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool) ->
         found: list[Problem] = []
         docs = list(read_chunk(item, read_options, found.append))
         result = batch_results(_work(docs), settings, hasher, sketches) if docs else None
-        return found, [Document(doc.id, "", doc.raw, doc.features) for doc in docs], result
+        kept = [Document(doc.id, "", doc.raw if raw else b"", doc.features) for doc in docs]
+        return found, kept, result
 
     return task
 
