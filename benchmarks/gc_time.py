@@ -12,6 +12,7 @@ Nothing here asserts a timing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import filecmp
 import json
 import os
@@ -43,10 +44,8 @@ def child(thresholds: str, report: str, argv: list[str]) -> None:
 
     gc.callbacks.append(timed)
     wall = time.perf_counter()
-    try:
+    with contextlib.suppress(SystemExit):  # the CLI always exits
         cli.main(argv, prog_name="simdedup")
-    except SystemExit:
-        pass
     usage = resource.getrusage(resource.RUSAGE_SELF)
     record = {
         "wall": time.perf_counter() - wall,
@@ -71,7 +70,8 @@ def main() -> int:
         child(args.child, args.report, argv)
         return 0
     print(f"simdedup {' '.join(argv)}: {args.rounds} alternating rounds")
-    print(f"{'thresholds':<16} {'wall s':>7} {'main CPU s':>10} {'collections (gen 0/1/2)':>24} {'collecting s':>13}")
+    header = ("thresholds", "wall s", "main CPU s", "collections (gen 0/1/2)", "collecting s")
+    print(f"{header[0]:<16} {header[1]:>7} {header[2]:>10} {header[3]:>24} {header[4]:>13}")
     with tempfile.TemporaryDirectory(prefix="simdedup-gc-") as tmp:
         for _ in range(args.rounds):
             for arm in ("defaults", "cli"):
@@ -83,7 +83,9 @@ def main() -> int:
                     r = json.load(f)
                 counts = "/".join(map(str, r["counts"]))
                 shown = ", ".join(map(str, r["thresholds"]))
-                print(f"{shown:<16} {r['wall']:>7.2f} {r['cpu']:>10.2f} {counts:>24} {sum(r['seconds']):>13.2f}")
+                print(
+                    f"{shown:<16} {r['wall']:>7.2f} {r['cpu']:>10.2f} {counts:>24} {sum(r['seconds']):>13.2f}"
+                )
             same = filecmp.cmp(os.path.join(tmp, "defaults.out"), os.path.join(tmp, "cli.out"), shallow=False)
             if not same:
                 print("the two runs wrote different output")
