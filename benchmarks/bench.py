@@ -851,6 +851,53 @@ def chinese_table(zh: Chinese) -> str:
     )
 
 
+# ---------------------------------------------------------------- --jobs, start-up aside
+
+
+def jobs_run(docs: int, zh_docs: int, seed: int, workdir: str) -> tuple[str, list[bool]]:
+    """The CLI's --jobs 2 against --jobs 1 on generated files large enough that the
+    0.2-0.3 s start-up, paid once by either, no longer decides the ratio: `docs` English
+    documents and `zh_docs` Chinese ones, each command best of 2 round-robin passes.
+    Returns the table and, per file, whether --jobs 2 wrote the same bytes."""
+    files = []
+    if docs:
+        path = os.path.join(workdir, "en.txt")
+        scaling.write_english_file(path, docs, seed)
+        files.append(("English", path, docs))
+    if zh_docs:
+        texts = scaling.make_chinese_corpus(zh_docs, seed)
+        path = scaling.write_lines(texts, os.path.join(workdir, "zh.txt"))
+        files.append(("Chinese", path, zh_docs))
+    rows, same, capacity = [], [], []
+    for language, path, count in files:
+        cli = run_cli(path, count, workdir, repeat=2)
+        capacity.append(cli.capacity)
+        same.append(cli.same_output)
+        for command in CLI_RUNS:
+            one, two = cli.runs[f"{command} 1"], cli.runs[f"{command} 2"]
+            loop = ""
+            if command.startswith("scan"):
+                loop = f"{cli.loop_rate(command + ' 2') / cli.loop_rate(command + ' 1'):.2f}"
+            rows.append(
+                (
+                    f"{language}, {count:,}",
+                    cli_label(f"{command} 2").replace(" --jobs 2", ""),
+                    f"{one.wall:.2f}",
+                    f"{two.wall:.2f}",
+                    f"{one.wall / two.wall:.2f}",
+                    loop,
+                    f"{two.cpu / one.cpu:.2f}",
+                )
+            )
+    header = ("input", "command", "-j1 s", "-j2 s", "-j2/-j1", "run loop", "CPU -j2/-j1")
+    title = (
+        "--jobs at size (target >= 1.8 on 2 cores): -j2/-j1 in wall time, start-up included; "
+        "run loop: scan's --summary-json seconds, without it\n"
+        "two busy processes / one, just before each file: " + ", ".join(f"{c:.2f}" for c in capacity)
+    )
+    return table(title, header, rows, align="llrrrrr"), same
+
+
 # ---------------------------------------------------------------- --full: scale and memory
 
 _INDEX_LINE = re.compile(r"index: ([\d,]+) fingerprints;.*?([\d.]+) bytes each")
@@ -998,6 +1045,11 @@ def run(args: argparse.Namespace) -> int:
         zh = measure_chinese(args.zh_docs, args.seed, min(args.repeat, 2))  # jieba is slow: best of 2
         say(chinese_table(zh))
         checks.append(("Chinese: CLI --jobs 2 output == --jobs 1", zh.cli.same_output, "byte for byte"))
+    if args.jobs_docs or args.jobs_zh_docs:
+        with tempfile.TemporaryDirectory(prefix="simdedup-bench-jobs-", dir=args.workdir) as workdir:
+            text, same = jobs_run(args.jobs_docs, args.jobs_zh_docs, args.seed, workdir)
+        say(text)
+        checks.append(("--jobs at size: --jobs 2 output == --jobs 1", all(same), "byte for byte, every file"))
     if args.scale_docs or args.stream_gb or args.tree_files:
         with tempfile.TemporaryDirectory(prefix="simdedup-bench-scale-", dir=args.workdir) as workdir:
             if args.stream_gb:
@@ -1038,6 +1090,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--zh-docs", type=int, help="generated Chinese documents (default 4,000; 20,000 with --full; 0: none)"
+    )
+    p.add_argument(
+        "--jobs-docs",
+        type=int,
+        default=200_000,
+        help="English documents for --jobs where start-up is a small share (default 200,000; 0: none)",
+    )
+    p.add_argument(
+        "--jobs-zh-docs",
+        type=int,
+        default=20_000,
+        help="Chinese documents for the same (default 20,000; 0: none)",
     )
     p.add_argument(
         "--scale-docs",
