@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
@@ -25,9 +26,14 @@ def _json_line(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+#: TSV's escapes, and what needs one: most fields (numbers, hex, ids) have none.
+_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_TSV_SPECIAL = re.compile(r"[\\\t\n\r]")
+
+
 def _tsv_field(value: object) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    text = "" if value is None else value if isinstance(value, str) else str(value)
+    return text.translate(_TSV_ESCAPES) if _TSV_SPECIAL.search(text) else text
 
 
 class RecordWriter:
@@ -45,7 +51,7 @@ class RecordWriter:
 
     def _write_row(self, values: tuple[object, ...]) -> None:
         if self.fmt == "tsv":
-            line = "\t".join(_tsv_field(v) for v in values) + "\n"
+            line = "\t".join([_tsv_field(v) for v in values]) + "\n"
         else:
             buf = io.StringIO()
             csv.writer(buf, lineterminator="\n").writerow(["" if v is None else v for v in values])

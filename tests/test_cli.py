@@ -8,6 +8,7 @@ import io
 import json
 import os
 import pty
+import re
 import select
 import signal
 import struct
@@ -80,6 +81,19 @@ def test_scan_lists_groups_as_tsv_on_stdout_and_the_summary_on_stderr(lines: Pat
     assert all(len(r[4]) == 16 for r in rows[1:])
     assert "6 documents: 3 unique, 2 duplicates in 2 groups, 1 empty" in result.stderr
     assert "documents" not in result.stdout
+
+
+def test_tsv_escapes_tabs_newlines_and_backslashes_in_ids(tmp_path: Path) -> None:
+    # JSONL ids may hold anything; a TSV row must stay one line of five fields.
+    ids = ["a\tb", "c\nd", "e\\f", "g\rh", "plain", "\\t"]
+    f = tmp_path / "records.jsonl"
+    f.write_text("".join(json.dumps({"id": i, "text": EN}) + "\n" for i in ids))
+    rows = run("scan", str(f), "--jsonl", "--format", "tsv").stdout.split("\n")
+    assert rows[-1] == "" and all(len(r.split("\t")) == 5 for r in rows[:-1])
+    escapes = {"\\\\": "\\", "\\t": "\t", "\\n": "\n", "\\r": "\r"}
+    unescaped = [re.sub(r"\\[\\tnr]", lambda m: escapes[m.group()], r.split("\t")[2]) for r in rows[1:-1]]
+    assert unescaped == ids
+    assert rows[1].split("\t")[2] == "a\\tb" and rows[6].split("\t")[2] == "\\\\t"
 
 
 def test_quiet_leaves_stderr_empty(lines: Path) -> None:
