@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import mmap
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -65,7 +66,9 @@ class VerifyingDeduplicator(Deduplicator):
         self.min_jaccard = min_jaccard
         self.sketcher = sketcher
         # Row r's sketch is _sketches[r] when _has[r]; rows past len(self.ids) are spare.
+        # _sketches is a view of _rows when that is a memory map of its own (_reserve).
         self._sketches = np.zeros((0, sketcher.nbytes), np.uint8)
+        self._rows: mmap.mmap | None = None
         self._has = np.zeros(0, bool)
         # The heads of the rows that have one: head_index row h is row _head_rows[h].
         self.head_index = BlockIndex(self.settings.bits, self.index.distance)
@@ -73,17 +76,41 @@ class VerifyingDeduplicator(Deduplicator):
 
     def _reserve(self, rows: int) -> None:
         """Room for `rows` rows: the arrays double when full, so appending a row is
-        amortized O(1). Spare rows are never written, so their pages are not resident
-        (np.zeros). Growth by half again cost a 1M-document scan 1.1 s here, against
-        0.4 s, mostly the kernel's faults on each copy's new pages."""
+        amortized O(1). Spare rows are never written, so their pages are not resident.
+        Growth by half again cost a 1M-document scan 1.1 s here, against 0.4 s, mostly
+        the kernel's faults on each copy's new pages.
+
+        The sketches (256 bytes a row) live in an anonymous memory map that grows in
+        place where the system can (mremap on Linux): the rows already there are
+        neither copied nor held twice. Copied, a 10M-document scan's 8.4M rows took its
+        resident memory from 5.1 GB to 7.0 GB for 4 s. Where the map cannot grow (no
+        mremap, or a view of the array still alive), they are copied as before."""
         if rows <= len(self._has):
             return
         capacity = max(rows, len(self._has) * 2, 1024)
-        sketches = np.zeros((capacity, self.sketcher.nbytes), np.uint8)
-        sketches[: len(self._has)] = self._sketches
+        self._grow_sketches(capacity)
         has = np.zeros(capacity, bool)
         has[: len(self._has)] = self._has
-        self._sketches, self._has = sketches, has
+        self._has = has
+
+    def _grow_sketches(self, capacity: int) -> None:
+        """_sketches with room for `capacity` rows, its new rows zeros (_reserve)."""
+        count, width = self._sketches.shape
+        if self._rows is not None:
+            self._sketches = np.zeros((0, width), np.uint8)  # the map cannot move under a view
+            try:
+                self._rows.resize(capacity * width)
+                self._sketches = np.frombuffer(self._rows, np.uint8).reshape(capacity, width)
+                return
+            except (BufferError, OSError, SystemError, TypeError, ValueError):  # it cannot grow in place
+                self._sketches = np.frombuffer(self._rows, np.uint8, count * width).reshape(count, width)
+        try:
+            rows: mmap.mmap | None = mmap.mmap(-1, capacity * width, flags=mmap.MAP_PRIVATE)
+            grown = np.frombuffer(rows, np.uint8).reshape(capacity, width)  # type: ignore[arg-type]
+        except (AttributeError, OSError, ValueError):  # no anonymous private maps here
+            rows, grown = None, np.zeros((capacity, width), np.uint8)
+        grown[:count] = self._sketches
+        self._sketches, self._rows = grown, rows
 
     def _add_heads(self, heads: np.ndarray, rows: np.ndarray) -> None:
         """Index the heads (fingerprint_array form) of these rows."""

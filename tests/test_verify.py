@@ -86,6 +86,24 @@ def test_sketch_memory_is_a_fixed_size_per_row() -> None:
     dd._check()
 
 
+@pytest.mark.parametrize("view_held", [False, True])
+def test_kept_sketches_survive_the_arrays_growth_in_place_or_copied(view_held: bool) -> None:
+    # The sketches grow in place (a memory map) unless a view of them is alive; then
+    # they are copied. Either way every kept row keeps its sketch, and the rest are zeros.
+    texts = [f"document number {i} of many, {i % 7} words about {i % 13} things" for i in range(2500)]
+    dd = VerifyingDeduplicator()
+    dd.process(docs(*texts[:1000]))  # 1,024 rows of room
+    held = dd._sketches[:10] if view_held else None
+    before = dd._sketches[: len(dd.ids)].copy()
+    dd.process(docs(*texts[1000:]))  # grows
+    assert len(dd._has) >= len(dd.ids) > 1024
+    assert np.array_equal(dd._sketches[: len(before)], before)
+    assert np.array_equal(dd._sketches[len(before) : len(dd.ids)], text_sketches(texts[1000:]))
+    if held is not None:
+        assert np.array_equal(held, before[:10])
+    dd._check()
+
+
 def test_sketch_array_holds_every_kept_rows_sketch() -> None:
     dd = VerifyingDeduplicator()
     dd.extend([1], ["stored"])
