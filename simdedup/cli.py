@@ -14,8 +14,10 @@ import gzip
 import io
 import json
 import os
+import signal
 import stat
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -44,6 +46,7 @@ from .read import (
     Lines,
     Problem,
     ReadOptions,
+    printable,
     read_chunks,
     read_documents,
 )
@@ -56,8 +59,9 @@ from .report import (
     Summary,
     UniqueWriter,
     format_for,
+    tsv_field,
 )
-from .settings import HEAD_SPEC, HEAD_TOKENS, MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings
+from .settings import HEAD_SPEC, HEAD_TOKENS, MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings, index_layout
 from .sketch import SKETCH, SKETCH_SPEC, fingerprints_and_sketches, similarity
 from .status import ExitStatus, SimdedupError
 from .store import (
@@ -135,9 +139,53 @@ class SimdedupGroup(click.Group):
         _keep_freed_memory()
         _fewer_collections()
         try:
-            return super().invoke(ctx)
+            with _sigterm_as_ctrl_c():
+                return super().invoke(ctx)
         except SimdedupError as e:
             raise CliError(str(e), e.exit_status) from e
+        except BrokenPipeError:  # `simdedup ... | head`: stop quietly
+            _stdout_to_devnull()
+            sys.exit(ExitStatus.BROKEN_PIPE)
+        except OSError as e:  # an output that takes no more (a full disk), an I/O error
+            try:
+                sys.stdout.flush()  # what stdout holds, when it is not what failed
+            except (OSError, ValueError):
+                _stdout_to_devnull()  # so that the interpreter's last flush cannot fail again
+            where = f": {printable(str(e.filename))}" if e.filename else ""
+            raise CliError(f"stopped by an I/O error{where}: {e.strerror or e}") from e
+
+
+#: Whether SIGTERM stopped this run (see _sigterm_as_ctrl_c).
+_terminated = False
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM (timeout, a service manager, kill) stops a run as Ctrl-C does: what was
+    read is decided and written, --index is saved, and the exit status is 143. It is
+    passed on as SIGINT, so that it takes effect where a Ctrl-C would (never in the
+    middle of a message to a worker). The handler before is restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: Any) -> None:
+        global _terminated
+        _terminated = True
+        os.kill(os.getpid(), signal.SIGINT)
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:  # as Python does for Ctrl-C
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted() -> ExitStatus:
+    return ExitStatus.TERMINATED if _terminated else ExitStatus.INTERRUPTED
 
 
 # ---------------------------------------------------------------- terminal helpers
@@ -177,9 +225,9 @@ class Messages:
 
     def problem(self, p: Problem) -> None:
         if p.severity == "error":
-            self._say(f"{p.where}: {click.style('error', fg='red', bold=True)}: {p.message}")
+            self._say(f"{printable(p.where)}: {click.style('error', fg='red', bold=True)}: {p.message}")
         elif not self.quiet:
-            self._say(f"{p.where}: {click.style('warning', fg='yellow')}: {p.message}")
+            self._say(f"{printable(p.where)}: {click.style('warning', fg='yellow')}: {p.message}")
 
     def info(self, text: str) -> None:
         if not self.quiet:
@@ -439,11 +487,13 @@ def _sources(paths: tuple[str, ...]) -> list[str]:
 
 class Outputs(contextlib.ExitStack):
     """Output files, opened before any work (so a bad path fails at once) and always
-    closed; "-" is stdout, which then belongs to that output alone."""
+    closed; "-" is stdout, which then belongs to that output alone. A file is one
+    output's: one that is an input, the --index, or another output is refused."""
 
-    def __init__(self, sources: list[str]) -> None:
+    def __init__(self, sources: list[str], index: str | None = None) -> None:
         super().__init__()
         self.sources = [s for s in sources if s != STDIN]
+        self.taken: list[tuple[str, str]] = [(index, "--index")] if index else []
         self.stdout_owner: str | None = None
 
     def open(self, path: str | None, what: str) -> IO[bytes] | None:
@@ -458,11 +508,23 @@ class Outputs(contextlib.ExitStack):
             with contextlib.suppress(OSError):
                 if os.path.samefile(source, path):
                     raise CliError(f"{what} {path} is also an input; it would be overwritten")
+        for other, owner in self.taken:
+            if _same_file(other, path):
+                raise CliError(f"{what} and {owner} are the same file, {path}")
+        self.taken.append((path, what))
         try:
             stream = gzip.open(path, "wb") if path.endswith(".gz") else open(path, "wb")  # noqa: SIM115
         except OSError as e:
             raise CliError(f"{path}: cannot write {what}: {e.strerror or e}") from e
         return self.enter_context(stream)
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file, made yet or not."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _record_writers(
@@ -695,7 +757,9 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table("group", "status", "id", "distance", "fingerprint", box=None, header_style="bold")
+        table = Table(box=None, header_style="bold")
+        for column in GROUP_COLUMNS:  # long ids wrap on a narrow terminal; none is cut short
+            table.add_column(column, overflow="fold")
         for row in groups.rows(kept_ids, kept_fps, bits):
             style = "bold" if row["status"] == "kept" else None
             table.add_row(*(str(row[c]) for c in GROUP_COLUMNS), style=style)
@@ -726,7 +790,7 @@ def _finish(
     if stdout_closed:
         status = ExitStatus.BROKEN_PIPE
     elif interrupted:
-        status = ExitStatus.INTERRUPTED
+        status = _interrupted()
     elif summary.errors:
         status = ExitStatus.INPUT_ERRORS
     elif fail_on_duplicates and summary.duplicates:
@@ -783,20 +847,6 @@ def _finish(
     return status
 
 
-def _broken_pipe_safe(f: Callable[..., Any]) -> Callable[..., Any]:
-    """`simdedup ... | head`: stop quietly when the reader of stdout goes away."""
-
-    @functools.wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return f(*args, **kwargs)
-        except BrokenPipeError:
-            _stdout_to_devnull()
-            sys.exit(ExitStatus.BROKEN_PIPE)
-
-    return wrapper
-
-
 def _stdout_to_devnull() -> None:
     """After a broken pipe: point stdout at /dev/null, so the interpreter's final flush
     cannot fail again."""
@@ -846,7 +896,6 @@ def main() -> None:
 @verify_option
 @jobs_option
 @message_options
-@_broken_pipe_safe
 def scan(paths: tuple[str, ...], **kw: Any) -> None:
     """Find near-duplicates in files, directories or stdin and list what duplicates what.
 
@@ -864,7 +913,8 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
     messages = Messages(kw["quiet"], kw["verbose"])
     sources = _sources(paths)
     dd = deduplicator(settings, _verify(kw))
-    with _index_session(kw, settings) as session, Outputs(sources) as outputs:
+    index_path = kw["index_path"]
+    with _index_session(kw, settings) as session, Outputs(sources, index_path) as outputs:
         if session is not None:
             session.preload(dd)
         writers: list[Any] = []
@@ -904,7 +954,6 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
 @verify_option
 @jobs_option
 @message_options
-@_broken_pipe_safe
 def filter_(source: str | None, **kw: Any) -> None:
     """Copy stdin (or FILE) to stdout without its near-duplicates: a pipeline stage.
 
@@ -923,7 +972,8 @@ def filter_(source: str | None, **kw: Any) -> None:
     messages = Messages(kw["quiet"], kw["verbose"])
     sources = _sources((source,) if source else ())
     dd = deduplicator(settings, _verify(kw))
-    with _index_session(kw, settings) as session, Outputs(sources) as outputs:
+    index_path = kw["index_path"]
+    with _index_session(kw, settings) as session, Outputs(sources, index_path) as outputs:
         if session is not None:
             session.preload(dd)
         stdout = outputs.open("-", "filter output")
@@ -953,7 +1003,6 @@ def filter_(source: str | None, **kw: Any) -> None:
     " with Chinese text). The results are the same for every N.",
 )
 @message_options
-@_broken_pipe_safe
 def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
     """Print each document's fingerprint: FINGERPRINT<TAB>ID, in input order.
 
@@ -977,7 +1026,7 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
                 stream.flush()  # a batch at a time: what a trickle brought goes out now
     except KeyboardInterrupt:
         stream.flush()
-        sys.exit(ExitStatus.INTERRUPTED)
+        sys.exit(_interrupted())
     stream.flush()
     sys.exit(ExitStatus.INPUT_ERRORS if problems.errors else ExitStatus.OK)
 
@@ -1038,7 +1087,7 @@ def _fingerprint_lines(docs: Sequence[Document], fps: Sequence[int | None], bits
     """`fingerprint`'s output for documents: FINGERPRINT<TAB>ID lines, or JSONL records."""
     hexes = [None if fp is None else format_fingerprint(fp, bits) for fp in fps]
     if fmt == "tsv":
-        return "".join(f"{hex_fp or '-'}\t{doc.id}\n" for doc, hex_fp in zip(docs, hexes)).encode()
+        return "".join(f"{hex_fp or '-'}\t{tsv_field(doc.id)}\n" for doc, hex_fp in zip(docs, hexes)).encode()
     buffer = io.BytesIO()
     out = RecordWriter(buffer, "jsonl", ())
     for doc, hex_fp in zip(docs, hexes):
@@ -1056,7 +1105,7 @@ def _read_whole(path: str) -> Document:
                 data = f.read()
         except OSError as e:
             raise CliError(f"{path}: {e.strerror or e}") from e
-    return Document(path, data.decode("utf-8", "replace"), os.fsencode(path))
+    return Document(printable(path), data.decode("utf-8", "replace"), os.fsencode(path))
 
 
 @main.command()
@@ -1107,9 +1156,9 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     head_d = hamming(ha, hb) if ha is not None and hb is not None and verify is not None else None
     candidate = d <= settings.distance or (head_d is not None and head_d <= settings.distance)
     near = candidate and (verify is None or jaccard >= verify)
-    agree = [
-        i + 1 for i, (start, w) in enumerate(settings.blocks) if ((fa ^ fb) >> start) & ((1 << w) - 1) == 0
-    ]
+    # The index's blocks: two documents are candidates when they agree on a whole key.
+    index_blocks, per_key = index_layout(settings.bits, settings.distance)
+    agree = [i + 1 for i, (start, w) in enumerate(index_blocks) if ((fa ^ fb) >> start) & ((1 << w) - 1) == 0]
 
     def only(mine: dict[str, float], theirs: dict[str, float]) -> list[tuple[str, float]]:
         return sorted(((t, w) for t, w in mine.items() if t not in theirs), key=lambda tw: (-tw[1], tw[0]))[
@@ -1137,7 +1186,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         "verify": verify,
         "near": near,
         "blocks_agreeing": agree,
-        "blocks": len(settings.blocks),
+        "blocks": len(index_blocks),
+        "blocks_per_key": per_key,
         "only_in_a": [{"feature": t, "weight": w} for t, w in only_a],
         "only_in_b": [{"feature": t, "weight": w} for t, w in only_b],
     }
@@ -1166,7 +1216,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             f"heads       {heads} (fingerprints of {HEAD_SPEC})",
             f"similarity  {result['similarity']:.4f}",
             f"jaccard     {jaccard:.4f} of shingles, estimated; {checked}",
-            f"blocks      {blocks} of {len(settings.blocks)} agree",
+            f"blocks      {blocks} of the index's {len(index_blocks)} agree (its tables key on "
+            + ("pairs of them)" if per_key == 2 else "one each)"),
             f"only in a   {feats(only_a)}",
             f"only in b   {feats(only_b)}",
             f"verdict     {verdict}",
@@ -1176,7 +1227,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
 
 
 @main.command(name="calibrate")
-@click.argument("pairs_path", metavar="PAIRS", type=click.Path(allow_dash=True))
+@click.argument("pairs_path", metavar="PAIRS", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @fingerprint_options
 @click.option("--a-field", default="a", show_default=True, help="JSONL field with the first text.")
 @click.option("--b-field", default="b", show_default=True, help="JSONL field with the second text.")
@@ -1403,7 +1454,6 @@ QUERY_COLUMNS = ("id", "status", "fingerprint", "duplicate_of", "distance", "dup
 @verify_option
 @jobs_option
 @message_options
-@_broken_pipe_safe
 def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> None:
     """Check documents against a stored index, without adding them to it.
 
@@ -1447,7 +1497,7 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
                 out.flush()  # a batch at a time: what a trickle brought goes out now
     except KeyboardInterrupt:
         stream.flush()
-        sys.exit(ExitStatus.INTERRUPTED)
+        sys.exit(_interrupted())
     stream.flush()
     total = sum(counts.values())
     messages.info(

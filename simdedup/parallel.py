@@ -16,8 +16,10 @@ read a document at a time: it maps pieces of their batches and joins the answers
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing
+import multiprocessing.util
 import os
 import pickle
 import queue
@@ -333,6 +335,7 @@ class _Workers:
                 proc = context.Process(target=_worker_main, args=(theirs, setup, os.getpid()), daemon=True)
                 with _ctrl_c_held():
                     proc.start()
+                    _STARTED.add(proc)
                 theirs.close()
                 self.procs.append(proc)
         except BaseException:  # Ctrl-C while starting them: stop those started
@@ -360,7 +363,8 @@ class _Workers:
         return answer
 
     def close(self) -> None:
-        """Stop every worker: an empty message when the pipes are in step, else SIGTERM."""
+        """Stop every worker: an empty message when the pipes are in step, else SIGKILL
+        (a worker ignores SIGTERM, which the whole process group may get)."""
         if self.clean:
             for conn in self.conns:
                 with contextlib.suppress(OSError):
@@ -369,10 +373,30 @@ class _Workers:
             if self.clean:
                 proc.join(timeout=5)
             if proc.is_alive():
-                proc.terminate()
+                proc.kill()
             proc.join()
+            _STARTED.discard(proc)
         for conn in self.conns:
             conn.close()
+
+
+#: The workers started and not stopped yet, in this process.
+_STARTED: set[Any] = set()
+
+
+def _kill_left_workers() -> None:
+    """At exit, kill any worker that an interrupt left running between its start and
+    its pool's close: it ignores the SIGTERM with which multiprocessing's own exit
+    handler would stop it, and that handler would then wait for it forever."""
+    for proc in list(_STARTED):
+        with contextlib.suppress(Exception):
+            proc.kill()
+            proc.join()
+    _STARTED.clear()
+
+
+# Exit handlers run last-registered first: this one before multiprocessing's (imported above).
+atexit.register(_kill_left_workers)
 
 
 def _widen(conn: Connection, size: int = SEND_BUFFER) -> None:
@@ -443,6 +467,7 @@ def _worker_main(conn: Connection, setup: Callable[[], Callable[[Any], Any]], pa
     what it returns), or (False, the traceback) on a bug; stop at an empty message or
     when the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so may SIGTERM: the parent stops them
     if hasattr(signal, "pthread_sigmask"):  # forked with it blocked (_ctrl_c_held)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with_parent(parent)
@@ -480,8 +505,8 @@ def _send_all(conn: Connection, answers: queue.SimpleQueue[bytes | None]) -> Non
 
 
 def _die_with_parent(parent: int) -> None:
-    """Linux: ask the kernel for SIGTERM when the parent dies, however it dies (even
-    SIGKILL), so no worker outlives a killed run."""
+    """Linux: ask the kernel for SIGKILL when the parent dies, however it dies (even
+    SIGKILL), so no worker outlives a killed run (a worker ignores SIGTERM)."""
     if sys.platform != "linux":
         return
     with contextlib.suppress(OSError, AttributeError):
@@ -489,6 +514,6 @@ def _die_with_parent(parent: int) -> None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)

@@ -10,10 +10,12 @@ turns into the same Documents and Problems in any process.
 from __future__ import annotations
 
 import codecs
+import errno
 import fnmatch
 import gzip
 import io
 import json
+import math
 import os
 import re
 import select
@@ -206,17 +208,21 @@ def _read_stream(
     """One document per line (or JSONL record) of a binary stream whose first line is
     line `first` of `name` (1: the whole of it)."""
     jsonl = options.is_jsonl(name)
+    shown = printable(name)
     lineno = first - 1
     try:
         for lineno, line in enumerate(stream, first):  # noqa: B007 (lineno is used after the loop)
-            raw = line.rstrip(b"\n").rstrip(b"\r")
+            # raw: the line as it came, a CR before its newline included (--unique and
+            # filter write it back so); the text leaves the CR out.
+            raw = line.rstrip(b"\n")
             if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8) :]
-            where = f"{name}:{lineno}"
+            body = raw.rstrip(b"\r") if raw.endswith(b"\r") else raw
+            where = f"{shown}:{lineno}"
             try:
-                text = raw.decode("utf-8")
+                text = body.decode("utf-8")
             except UnicodeDecodeError as e:
-                text = _replaced(raw, e, where, on_problem)
+                text = _replaced(body, e, where, on_problem)
             if jsonl:
                 doc = _parse_record(text, raw, where, options, on_problem)
                 if doc is None:
@@ -227,7 +233,7 @@ def _read_stream(
                 doc = _truncated(doc, where, options.max_doc_size, on_problem)
             yield doc
     except (OSError, EOFError, gzip.BadGzipFile) as e:
-        where = f"{name}:{lineno + 1}" if lineno else name
+        where = f"{shown}:{lineno + 1}" if lineno else shown
         on_problem(Problem(where, "unreadable", f"cannot read further: {e}"))
         return
     if lineno == 0 and name != STDIN:  # an empty pipe is a quiet day, not a broken file
@@ -385,11 +391,14 @@ def _truncated(doc: Document, where: str, limit: int, on_problem: OnProblem) -> 
         Problem(
             where,
             "too-large",
-            f"document is {len(doc.raw) / 2**20:.1f} MiB; fingerprinted its first "
-            f"{limit / 2**20:.1f} MiB (--max-doc-size)",
+            f"document is {_size(len(doc.raw))}; fingerprinted its first {_size(limit)} (--max-doc-size)",
         )
     )
     return Document(doc.id, doc.text[:limit], doc.raw, doc.features)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
 def _parse_record(
@@ -409,14 +418,8 @@ def _parse_record(
     doc_id = where if ident is None else ident if isinstance(ident, str) else json.dumps(ident)
     if options.features_field is not None:
         features = _features(record.get(options.features_field))
-        if features is None:
-            on_problem(
-                Problem(
-                    where,
-                    "bad-record",
-                    f"no {options.features_field!r} object of feature -> number",
-                )
-            )
+        if isinstance(features, str):
+            on_problem(Problem(where, "bad-record", f"{options.features_field!r}: {features}"))
             return None
         return Document(doc_id, "", raw, features)
     body = record.get(options.text_field)
@@ -448,14 +451,23 @@ def _unpaired(text: str, where: str, on_problem: OnProblem) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def _features(value: object) -> dict[str, float] | None:
+def _features(value: object) -> dict[str, float] | str:
+    """A record's features, or what is wrong with them. Weights are finite numbers whose
+    magnitudes sum to a finite number, so that no column sum can overflow (NaN, which
+    JSON readers accept, would give every such record the same fingerprint)."""
     if not isinstance(value, dict):
-        return None
+        return "not an object of feature -> number"
     features = {}
     for key, weight in value.items():
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            return None
-        features[key] = float(weight)
+            return "not an object of feature -> number"
+        try:
+            features[key] = float(weight)
+        except OverflowError:  # an int too large for a float
+            return f"weight of {key!r} is too large"
+    if not math.isfinite(sum(abs(w) for w in features.values())):
+        bad = next((k for k, w in features.items() if not math.isfinite(w)), None)
+        return f"weight of {bad!r} is not a finite number" if bad is not None else "weights too large to sum"
     return features
 
 
@@ -539,7 +551,8 @@ def _listing(directory: str) -> tuple[list[str], dict[str, str]]:
                     kind = _BROKEN_LINK if entry.is_symlink() else _OTHER
             except OSError as e:
                 kind = _ERROR
-                errors[entry.name] = e.strerror or str(e)
+                loop = e.errno == errno.ELOOP  # links that point at each other
+                errors[entry.name] = "symbolic link loop; not followed" if loop else e.strerror or str(e)
             entries.append(f"{entry.name}\0{kind}")
     entries.sort()
     return entries, errors
@@ -581,7 +594,19 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
     except UnicodeDecodeError as e:
         text = _replaced(data, e, path, on_problem)
     if truncated:
-        on_problem(
-            Problem(path, "too-large", f"file is over {limit / 2**20:.1f} MiB; fingerprinted its first part")
-        )
-    return Document(path, text, raw)
+        on_problem(Problem(path, "too-large", f"file is over {_size(limit)}; fingerprinted its first part"))
+    return Document(printable(path), text, raw)
+
+
+def printable(name: str) -> str:
+    """A path as text that every output can hold: a byte of a file name that is not
+    UTF-8 (which os.fsdecode keeps as a lone surrogate) becomes a \\xNN escape, as in
+    `ls -b`. Ids, and the places named on stderr, are written so."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        try:
+            return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate that no byte became
+            return name.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -31,7 +31,7 @@ _TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r
 _TSV_SPECIAL = re.compile(r"[\\\t\n\r]")
 
 
-def _tsv_field(value: object) -> str:
+def tsv_field(value: object) -> str:
     text = "" if value is None else value if isinstance(value, str) else str(value)
     return text.translate(_TSV_ESCAPES) if _TSV_SPECIAL.search(text) else text
 
@@ -51,11 +51,13 @@ class RecordWriter:
 
     def _write_row(self, values: tuple[object, ...]) -> None:
         if self.fmt == "tsv":
-            line = "\t".join([_tsv_field(v) for v in values]) + "\n"
+            line = "\t".join([tsv_field(v) for v in values]) + "\n"
         else:
+            # csv quotes a field holding a character of its line terminator: with "\r\n",
+            # a lone CR is quoted too (with "\n" it was not, and the row broke there).
             buf = io.StringIO()
-            csv.writer(buf, lineterminator="\n").writerow(["" if v is None else v for v in values])
-            line = buf.getvalue()
+            csv.writer(buf, lineterminator="\r\n").writerow(["" if v is None else v for v in values])
+            line = buf.getvalue()[:-2] + "\n"
         self.stream.write(line.encode("utf-8"))
 
     def write(self, record: dict[str, Any]) -> None:

@@ -82,7 +82,9 @@ class Settings:
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
-        """(first bit, width) of each of the distance + 1 index blocks."""
+        """(first bit, width) of each of the classic distance + 1 blocks (Manku et al.; the
+        seed articles' four 16-bit blocks at distance 3). The index splits finer:
+        index_layout."""
         return block_layout(self.bits, self.distance)
 
 

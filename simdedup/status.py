@@ -21,6 +21,8 @@ class ExitStatus(IntEnum):
     INPUT_ERRORS = 3
     #: interrupted (Ctrl-C), after flushing what was written.
     INTERRUPTED = 130
+    #: stopped by SIGTERM (timeout, a service manager, kill), handled as Ctrl-C is.
+    TERMINATED = 143
     #: the reader of stdout went away (`simdedup ... | head`).
     BROKEN_PIPE = 141
 

@@ -659,4 +659,7 @@ def test_features_field_fingerprints_given_weights_as_they_are(tmp_path: Path) -
     f.write_text(json.dumps({"id": "v", "features": vector}) + "\n" + '{"id": "w", "features": []}\n')
     result = run("fingerprint", str(f), "--features-field", "features")
     assert result.stdout == f"{format_fingerprint(fingerprint_batch([vector])[0])}\tv\n"
-    assert result.exit_code == 3 and f"{f}:2: error: no 'features' object" in result.stderr
+    assert (
+        result.exit_code == 3
+        and f"{f}:2: error: 'features': not an object of feature -> number" in result.stderr
+    )

@@ -35,7 +35,7 @@ def test_a_text_file_is_one_document_per_line_with_path_line_ids(tmp_path: Path)
     f.write_bytes(b"first\r\nsecond\n\nfourth")
     docs, problems = read([str(f)])
     assert [(d.id, d.text, d.raw) for d in docs] == [
-        (f"{f}:1", "first", b"first"),
+        (f"{f}:1", "first", b"first\r"),  # the CR is the line's, to write back; not the text's
         (f"{f}:2", "second", b"second"),
         (f"{f}:3", "", b""),
         (f"{f}:4", "fourth", b"fourth"),

@@ -1,0 +1,236 @@
+"""The CLI off the happy path, as a new user's trial met it: file names that are not
+UTF-8, a full disk, SIGTERM, outputs that clash, line ends, odd ids and weights."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from simdedup.cli import main
+
+LINE = "the harbour was quiet that morning with fishing boats along the stone wall"
+OTHER = "our library card now works at every branch in the county for every member"
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="Linux file names, /dev/full, signals")
+
+
+def run(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None) -> Result:
+    return CliRunner(env=env).invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def simdedup(*args: str, stdout: object = subprocess.PIPE) -> subprocess.CompletedProcess[bytes]:
+    command = [sys.executable, "-m", "simdedup", *args]
+    return subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, timeout=120, check=False)
+
+
+# ---------------------------------------------------------------- file names
+
+
+@linux_only
+def test_a_file_name_that_is_not_utf8_is_an_escaped_id_and_the_index_is_saved(tmp_path: Path) -> None:
+    # The name's byte 0xE9 (Latin-1 é) was a lone surrogate in the id, and every text
+    # output failed on it with a traceback; --index was not saved.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / os.fsdecode(b"caf\xe9.txt")).write_text(LINE)
+    (tree / "z.txt").write_text(LINE)
+    index = tmp_path / "seen.sdx"
+    done = simdedup("scan", str(tree), "--format", "jsonl", "--index", str(index), "-q")
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr
+    [group] = [json.loads(line) for line in done.stdout.decode("utf-8").splitlines()]
+    assert group["kept"] == f"{tree}/caf\\xe9.txt"
+    assert [d["id"] for d in group["duplicates"]] == [f"{tree}/z.txt"]
+    assert index.exists()
+
+    lines = tmp_path / os.fsdecode(b"l\xe9.txt")
+    lines.write_text(f"{LINE}\n{OTHER}\n")
+    done = simdedup("fingerprint", str(lines))
+    assert done.returncode == 0, done.stderr
+    assert [row.split("\t")[1] for row in done.stdout.decode("utf-8").splitlines()] == [
+        f"{tmp_path}/l\\\\xe9.txt:1",  # TSV escapes the backslash
+        f"{tmp_path}/l\\\\xe9.txt:2",
+    ]
+
+
+@linux_only
+def test_a_problem_in_a_file_with_such_a_name_is_named_escaped_on_stderr(tmp_path: Path) -> None:
+    f = tmp_path / os.fsdecode(b"bad\xff.txt")
+    f.write_bytes(b"caf\xe9 au lait\n")
+    done = simdedup("scan", str(f), "-q")
+    assert done.returncode == 3
+    assert f"{tmp_path}/bad\\xff.txt:1: error: invalid UTF-8".encode() in done.stderr
+
+
+# ---------------------------------------------------------------- a full disk
+
+
+@linux_only
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    ("args", "saved"),
+    [
+        (["scan", "{lines}"], True),  # the groups go to stdout once all is decided and saved
+        (["scan", "{lines}", "-q", "--report", "/dev/full"], False),
+        (["filter", "{lines}", "-q"], False),
+        (["fingerprint", "{lines}"], False),
+    ],
+)
+def test_an_output_on_a_full_disk_is_one_error_and_exit_2(
+    tmp_path: Path, args: list[str], saved: bool
+) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"{LINE} {i}\n" for i in range(3000)))
+    index = tmp_path / "seen.sdx"
+    with_index = ["--index", str(index)] if args[0] != "fingerprint" else []
+    with open("/dev/full", "wb") as full:
+        done = simdedup(*(a.format(lines=lines) for a in args), *with_index, stdout=full)
+    assert done.returncode == 2, done.stderr
+    assert (
+        done.stderr.decode().strip().splitlines()[-1]
+        == "Error: stopped by an I/O error: No space left on device"
+    )
+    assert b"Traceback" not in done.stderr and b"Exception ignored" not in done.stderr
+    assert index.exists() == saved  # a run that failed before the end saves nothing
+
+
+def test_calibrate_names_a_missing_file_without_a_traceback(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["calibrate", str(tmp_path / "nosuch.jsonl")])
+    assert result.exit_code == 2 and "does not exist" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+# ---------------------------------------------------------------- SIGTERM
+
+
+@linux_only
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_sigterm_to_the_process_group_stops_filter_as_ctrl_c_does(tmp_path: Path, jobs: str) -> None:
+    # `timeout` and service managers send SIGTERM to the whole group: filter used to die
+    # with lines written to stdout but --index not saved, so the next night's run wrote
+    # them again. Now it ends as after Ctrl-C: what was written is in the index.
+    index, out = tmp_path / "seen.sdx", tmp_path / "out.txt"
+    with (
+        out.open("wb") as stdout,
+        subprocess.Popen(
+            [sys.executable, "-m", "simdedup", "filter", "-q", "-j", jobs, "--index", str(index)],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        ) as proc,
+    ):
+        assert proc.stdin is not None
+        proc.stdin.write("".join(f"{i} {LINE} {i * 7}\n" for i in range(2000)).encode())
+        proc.stdin.flush()  # and the pipe stays open: the run waits for more
+        deadline = time.monotonic() + 60
+        while not out.stat().st_size:
+            assert time.monotonic() < deadline, "nothing written"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert b"Traceback" not in stderr
+    written = len(out.read_bytes().splitlines())
+    info = simdedup("index", "info", str(index), "--json")
+    assert json.loads(info.stdout)["fingerprints"] == written > 0
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def test_an_output_that_is_the_index_or_another_output_is_refused(tmp_path: Path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{OTHER}\n")
+    seen = tmp_path / "seen.sdx"
+    run("scan", str(lines), "-q", "--index", str(seen))
+    stored = seen.read_bytes()
+    result = CliRunner().invoke(main, ["scan", str(lines), "--index", str(seen), "--unique", str(seen)])
+    assert result.exit_code == 2 and "--unique and --index are the same file" in result.output
+    assert seen.read_bytes() == stored
+    both = tmp_path / "both.jsonl"
+    result = CliRunner().invoke(main, ["scan", str(lines), "--duplicates", str(both), "--report", str(both)])
+    assert result.exit_code == 2 and "--report and --duplicates are the same file" in result.output
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_crlf_lines_come_out_of_filter_and_unique_as_they_came(tmp_path: Path, jobs: str) -> None:
+    data = f"{LINE}\r\n{OTHER}\r\n{LINE}\r\nlast line without an end".encode()
+    f = tmp_path / "crlf.txt"
+    f.write_bytes(data)
+    kept = f"{LINE}\r\n{OTHER}\r\nlast line without an end\n".encode()
+    assert simdedup("filter", str(f), "-q", "-j", jobs).stdout == kept
+    unique = tmp_path / "unique.txt"
+    result = run("scan", str(f), "-q", "-j", jobs, "--unique", str(unique))
+    assert unique.read_bytes() == kept
+    assert result.stdout.splitlines()[2].split("\t")[2] == f"{f}:3"  # ids and texts have no CR
+
+
+def test_csv_quotes_a_field_with_a_lone_carriage_return(tmp_path: Path) -> None:
+    f = tmp_path / "ids.jsonl"
+    ids = ["cr\rret", "nl\nnew", 'q"uote', "tab\there"]
+    f.write_text("".join(json.dumps({"id": i, "text": LINE}) + "\n" for i in ids))
+    result = run("scan", str(f), "--format", "csv", "-q")
+    rows = list(csv.reader(io.StringIO(result.stdout, newline="")))
+    assert [r[2] for r in rows[1:]] == ids
+
+
+def test_fingerprint_tsv_escapes_ids_as_scan_does(tmp_path: Path) -> None:
+    f = tmp_path / "ids.jsonl"
+    ids = ["tab\there", "nl\nnew", "back\\slash"]
+    f.write_text("".join(json.dumps({"id": i, "text": f"{LINE} {n}"}) + "\n" for n, i in enumerate(ids)))
+    lines = run("fingerprint", str(f)).stdout.split("\n")[:-1]
+    assert [line.split("\t")[1] for line in lines] == ["tab\\there", "nl\\nnew", "back\\\\slash"]
+
+
+def test_a_narrow_terminal_table_wraps_long_ids_instead_of_cutting_them(tmp_path: Path) -> None:
+    folder = tmp_path / "a-folder-with-a-rather-long-name"
+    folder.mkdir()
+    for name in ("harbour-walk-in-the-morning.txt", "harbour-walk-in-the-morning-copy.txt"):
+        (folder / name).write_text(LINE)
+    result = run("scan", str(folder), "--format", "table", "-q", env={"COLUMNS": "60"})
+    assert "…" not in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 60
+    assert "harbour-walk-in-the-morning-copy.txt" in "".join(result.stdout.split())
+
+
+# ---------------------------------------------------------------- given weights
+
+
+def test_weights_that_are_not_finite_or_overflow_are_errors_not_a_crash(tmp_path: Path) -> None:
+    f = tmp_path / "vectors.jsonl"
+    f.write_text(
+        '{"id": "huge", "features": {"x": 1e308, "y": 1e308}}\n'
+        '{"id": "nan", "features": {"x": NaN}}\n'
+        '{"id": "inf", "features": {"x": Infinity}}\n'
+        '{"id": "ok", "features": {"x": 1, "y": 2}}\n'
+    )
+    result = run("fingerprint", str(f), "--features-field", "features")
+    assert result.exit_code == 3
+    assert [line.split("\t")[1] for line in result.stdout.splitlines()] == ["ok"]
+    assert result.stderr.splitlines() == [
+        f"{f}:1: error: 'features': weights too large to sum",
+        f"{f}:2: error: 'features': weight of 'x' is not a finite number",
+        f"{f}:3: error: 'features': weight of 'x' is not a finite number",
+    ]
+
+
+def test_links_that_point_at_each_other_are_named_a_loop(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text(LINE)
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    result = run("scan", str(tmp_path), "-q")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        f"{tmp_path}/loop{i}: error: symbolic link loop; not followed" for i in (1, 2)
+    ]
