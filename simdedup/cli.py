@@ -26,6 +26,7 @@ from typing import IO, Any
 
 import click
 import numpy as np
+from click.core import ParameterSource
 
 from . import __version__
 from .calibrate import LabelledPair
@@ -352,10 +353,18 @@ def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="JSONL field with a {feature: weight} object to fingerprint as is, instead of text.",
         ),
         click.option(
-            "--glob", multiple=True, metavar="PATTERN", help="In directories, read only matching files."
+            "--glob",
+            multiple=True,
+            metavar="PATTERN",
+            help="In directories, read only the files whose name, or path below the directory"
+            " given, matches (fnmatch: '*.txt', 'en/*').",
         ),
         click.option(
-            "--exclude", multiple=True, metavar="PATTERN", help="In directories, skip matching paths."
+            "--exclude",
+            multiple=True,
+            metavar="PATTERN",
+            help="In directories, skip the files and folders whose name, or path below the"
+            " directory given, matches ('drafts', 'zh/*', '*_copy.txt').",
         ),
         click.option(
             "--max-doc-size",
@@ -389,8 +398,11 @@ def verify_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _verify(kw: dict[str, Any]) -> float | None:
-    """The minimum Jaccard of --verify, or None with --no-verify."""
+    """The minimum Jaccard of --verify, or None with --no-verify (not both)."""
     verify, off = kw.pop("verify"), kw.pop("no_verify")
+    given = click.get_current_context().get_parameter_source("verify") is ParameterSource.COMMANDLINE
+    if off and given:
+        raise click.UsageError("--verify and --no-verify contradict each other: give one")
     return None if off else verify
 
 
@@ -777,6 +789,24 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str) -> None:
     stream.flush()
 
 
+def _details(messages: Messages, dd: Deduplicator) -> None:
+    """--verbose: the settings, the index's layout and size, and verification."""
+    stats = dd.index.stats()
+    messages.detail(f"settings: {dd.settings}")
+    messages.detail(
+        f"index: {stats.fingerprints:,} fingerprints; {stats.layout}; {stats.runs:,} runs; "
+        f"largest bucket {stats.largest_bucket:,}; {stats.nbytes / max(1, stats.fingerprints):.0f} bytes each"
+    )
+    if isinstance(dd, VerifyingDeduplicator):
+        messages.detail(
+            f"verification: estimated Jaccard >= {dd.min_jaccard:g} from {SKETCH.nbytes}-byte sketches "
+            f"({SKETCH_SPEC}); candidates also from {len(dd.head_index):,} head fingerprints ("
+            f"{HEAD_SPEC}); {dd.sketch_bytes():,} bytes held"
+        )
+    else:
+        messages.detail("verification: off (--no-verify): matches are decided on the fingerprint alone")
+
+
 def _finish(
     summary: Summary,
     dd: Deduplicator,
@@ -811,24 +841,11 @@ def _finish(
             f"{session.saved - session.loaded:,} added by run {session.run_name!r}"
         )
     messages.info(summary.line())  # last, so that `tail -n 1` of stderr is the summary
-    stats = dd.index.stats()
     messages.detail(
         f"groups: largest {summary.largest_group:,} documents; by size: "
         + (", ".join(f"{size}: {n:,}" for size, n in summary.group_sizes.items()) or "none")
     )
-    messages.detail(f"settings: {dd.settings}")
-    messages.detail(
-        f"index: {stats.fingerprints:,} fingerprints; {stats.layout}; {stats.runs:,} runs; "
-        f"largest bucket {stats.largest_bucket:,}; {stats.nbytes / max(1, stats.fingerprints):.0f} bytes each"
-    )
-    if isinstance(dd, VerifyingDeduplicator):
-        messages.detail(
-            f"verification: estimated Jaccard >= {dd.min_jaccard:g} from {SKETCH.nbytes}-byte sketches "
-            f"({SKETCH_SPEC}); candidates also from {len(dd.head_index):,} head fingerprints ("
-            f"{HEAD_SPEC}); {dd.sketch_bytes():,} bytes held"
-        )
-    else:
-        messages.detail("verification: off (--no-verify): matches are decided on the fingerprint alone")
+    _details(messages, dd)
     if summary_json is not None:
         record = {
             **summary.as_dict(),
@@ -1028,6 +1045,7 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
         stream.flush()
         sys.exit(_interrupted())
     stream.flush()
+    messages.detail(f"settings: {settings}")
     sys.exit(ExitStatus.INPUT_ERRORS if problems.errors else ExitStatus.OK)
 
 
@@ -1504,6 +1522,7 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
         f"{total:,} documents: {counts['new']:,} new, {counts['duplicate']:,} duplicates of documents "
         f"in {path} ({len(stored):,} fingerprints), {counts['empty']:,} empty, {problems.errors:,} errors"
     )
+    _details(messages, dd)
     if problems.errors:
         sys.exit(ExitStatus.INPUT_ERRORS)
     sys.exit(ExitStatus.FOUND if kw["fail_on_duplicates"] and counts["duplicate"] else ExitStatus.OK)

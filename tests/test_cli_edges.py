@@ -234,3 +234,24 @@ def test_links_that_point_at_each_other_are_named_a_loop(tmp_path: Path) -> None
     assert result.stderr.splitlines() == [
         f"{tmp_path}/loop{i}: error: symbolic link loop; not followed" for i in (1, 2)
     ]
+
+
+# ---------------------------------------------------------------- options
+
+
+def test_verify_and_no_verify_together_are_refused(tmp_path: Path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n")
+    result = CliRunner().invoke(main, ["scan", str(lines), "--verify", "0.9", "--no-verify"])
+    assert result.exit_code == 2 and "--verify and --no-verify contradict each other" in result.output
+    assert run("scan", str(lines), "--no-verify", "-q").exit_code == 0
+
+
+def test_verbose_fingerprint_and_index_query_say_their_settings(tmp_path: Path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{OTHER}\n")
+    assert "settings: Settings(" in run("fingerprint", str(lines), "-v").stderr
+    seen = tmp_path / "seen.sdx"
+    run("scan", str(lines), "-q", "--index", str(seen))
+    said = run("index", "query", str(seen), str(lines), "-v").stderr
+    assert "settings: Settings(" in said and "index: 2 fingerprints; 6 blocks" in said
