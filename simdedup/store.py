@@ -598,6 +598,11 @@ def index_lock(path: str | os.PathLike[str], wait: float = 0.0) -> Iterator[None
     directory = Path(path).parent
     if not directory.is_dir():
         raise IndexFileError(f"cannot use index {path}: no such directory {directory}")
+    try:  # filelock would take a lock file it cannot make for one that another run holds
+        os.close(os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644))
+    except OSError as e:
+        where = lock_path(path) if isinstance(e, IsADirectoryError) else directory
+        raise IndexFileError(f"cannot write index {path}: {where}: {e.strerror or e}") from e
     lock = FileLock(lock_path(path), timeout=wait)
     try:
         lock.acquire()

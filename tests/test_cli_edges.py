@@ -255,3 +255,16 @@ def test_verbose_fingerprint_and_index_query_say_their_settings(tmp_path: Path) 
     run("scan", str(lines), "-q", "--index", str(seen))
     said = run("index", "query", str(seen), str(lines), "-v").stderr
     assert "settings: Settings(" in said and "index: 2 fingerprints; 6 blocks" in said
+
+
+def test_an_index_whose_lock_cannot_be_made_is_not_called_in_use(tmp_path: Path) -> None:
+    # filelock took a lock file it could not create for one another run held.
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n")
+    (tmp_path / "seen.sdx.lock").mkdir()
+    result = CliRunner().invoke(main, ["scan", str(lines), "-q", "--index", str(tmp_path / "seen.sdx")])
+    assert result.exit_code == 2
+    assert (
+        result.output
+        == f"Error: cannot write index {tmp_path}/seen.sdx: {tmp_path}/seen.sdx.lock: Is a directory\n"
+    )
