@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, fingerprint_work
+from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, check_hasher, fingerprint_work
 from .index import BlockIndex, fingerprint_array, near_pair_arrays
 from .read import Document
 from .settings import MIN_JACCARD, Settings
@@ -114,6 +114,7 @@ class Deduplicator:
         index: BlockIndex | None = None,
     ) -> None:
         self.settings = settings or Settings()
+        check_hasher(self.settings, hashfunc)
         self.hashfunc = hashfunc or FeatureHasher(self.settings.bits, self.settings.seed)
         self.index = index if index is not None else BlockIndex(self.settings.bits, self.settings.distance)
         self.ids = Ids()
@@ -145,6 +146,7 @@ class Deduplicator:
 
         The batch is looked up in the index in one numpy search, and against itself with
         near_pair_arrays; only the keep-first walk over the batch is a Python loop."""
+        fps = checked_fingerprints(docs, fps)
         present = [i for i, fp in enumerate(fps) if fp is not None]
         decisions: list[Decision] = [Decision(doc, None, "empty") for doc in docs]
         if not present:
@@ -205,12 +207,22 @@ class Deduplicator:
         return self.decide_many(docs, fingerprint_documents(docs, self.settings, self.hashfunc))
 
 
+def checked_fingerprints(docs: Sequence[Document], fps: Sequence[int | None]) -> Sequence[int | None]:
+    """A batch's fingerprints, one per document (refused otherwise), as ints: a numpy
+    array's values would otherwise reach each Decision as numpy integers."""
+    if len(fps) != len(docs):
+        raise ValueError(f"{len(docs)} documents but {len(fps)} fingerprints")
+    return fps.tolist() if isinstance(fps, np.ndarray) else fps
+
+
 def batches(
     items: Iterable[Document], size: int = BATCH_SIZE, flush: Callable[[], bool] | None = None
 ) -> Iterator[list[Document]]:
     """Lists of `size` items, the last maybe shorter; with `flush`, a batch also ends
     early after any item where flush() is true (read.Lines.waiting: the input is
     waiting on its writer, so what has come is decided now)."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"a batch size must be a positive integer, not {size!r}")
     it = iter(items)
     if flush is None:
         while batch := list(islice(it, size)):

@@ -93,7 +93,15 @@ def _normalize_unicode(text: str, fold: bool) -> str:
     if not _HAN.search(text):
         return text
     text = _HAN_GAP.sub("", text)
-    return _script_folder().convert(text) if fold else text
+    if not fold:
+        return text
+    try:
+        return _script_folder().convert(text)
+    except UnicodeEncodeError:  # a lone surrogate, which OpenCC's UTF-8 cannot take: as the
+        return _script_folder().convert(_SURROGATE.sub("\ufffd", text))  # reader, U+FFFD
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def has_chinese(text: str) -> bool:

@@ -9,6 +9,7 @@ fingerprint never depends on the batch it is in. Never prints, never reads files
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, islice
 
@@ -119,7 +120,12 @@ def column_sums(
     signed = hash_bits(hashes, bits).astype(np.float64)
     signed *= 2.0
     signed -= 1.0
+    if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in weights):
+        bad = next(x for x in weights if isinstance(x, bool) or not isinstance(x, numbers.Real))
+        raise ValueError(f"a weight is a number, not {bad!r}")
     w = np.asarray(weights, dtype=np.float64)
+    if not np.isfinite(w).all() or not np.isfinite(np.abs(w).sum()):
+        raise ValueError("weights are finite numbers whose magnitudes sum to a finite number")
     signed *= w[:, None]
     ends = np.append(starts[1:], len(hashes))
     nonempty = np.flatnonzero(ends > starts)
@@ -174,11 +180,29 @@ def fingerprint_batch(
     return [fp if any(features.values()) else None for fp, features in zip(fps, batch)]
 
 
+def check_hasher(settings: Settings, hashfunc: HashFunc | None) -> None:
+    """Refuse a FeatureHasher whose bits or seed are not the settings' (its fingerprints
+    would silently be of other settings); other hash functions are the caller's."""
+    if isinstance(hashfunc, FeatureHasher) and (hashfunc.bits, hashfunc.seed) != (
+        settings.bits,
+        settings.seed,
+    ):
+        raise ValueError(
+            f"a FeatureHasher of {hashfunc.bits} bits, seed {hashfunc.seed}, for settings of "
+            f"{settings.bits} bits, seed {settings.seed}"
+        )
+
+
 def fingerprint_texts(
     texts: Iterable[str], settings: Settings | None = None, hashfunc: HashFunc | None = None
 ) -> list[int | None]:
-    """Fingerprints of raw texts under `settings` (the library's one-call entry point)."""
+    """Fingerprints of raw texts under `settings` (the library's one-call entry point).
+    `texts` is a collection of strings (one str is refused: it would be one text a
+    character); a FeatureHasher given must have the settings' bits and seed."""
+    if isinstance(texts, str):
+        raise TypeError("fingerprint_texts takes a collection of texts, not one str: wrap it in a list")
     settings = settings or Settings()
+    check_hasher(settings, hashfunc)
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     fps: list[int | None] = []
     it = iter(texts)

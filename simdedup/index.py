@@ -8,6 +8,7 @@ ones included, and nothing else. Never prints, never touches files.
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .settings import index_layout
+from .settings import DEFAULT_DISTANCE, index_layout
 
 #: Rows added since the last run was built are searched by brute force; at this many
 #: they become a run of their own.
@@ -44,7 +45,17 @@ _MIX_WORDS = np.array(_MIX, np.uint64)  # the same, for compiled.py's key hashes
 
 def fingerprint_array(fps: Sequence[int], bits: int = 64) -> np.ndarray:
     """Python-int fingerprints as uint64 words: shape (n,) for 64 bits, (n, bits // 64)
-    with the high word first for wider ones."""
+    with the high word first for wider ones. Anything else (a float, a string, a value
+    outside 0 .. 2 ** bits - 1) is refused: numpy would truncate or parse it."""
+    if isinstance(fps, np.ndarray):
+        return _words(fps, bits).reshape(len(fps)) if bits == 64 else _words(fps, bits)
+    if not all(type(fp) is int for fp in fps):
+        bad = next(fp for fp in fps if type(fp) is not int)
+        if isinstance(bad, bool) or not isinstance(bad, numbers.Integral):
+            raise ValueError(f"a fingerprint is an int, not {bad!r}")
+        fps = [int(fp) for fp in fps]  # numpy integers
+    if fps and not 0 <= min(fps) <= max(fps) < 1 << bits:
+        raise ValueError(f"fingerprints are {bits}-bit unsigned ints: {min(fps)} .. {max(fps)} given")
     words = bits // 64
     if words == 1:
         return np.array(fps, dtype=np.uint64).reshape(len(fps))
@@ -68,8 +79,12 @@ def fingerprint_ints(fps: np.ndarray) -> list[int]:
 
 
 def _words(fps: np.ndarray, bits: int) -> np.ndarray:
-    """Fingerprints as a 2-d (n, bits // 64) uint64 array, low word last."""
+    """Fingerprints as a 2-d (n, bits // 64) uint64 array, low word last. An array of
+    signed integers is taken if none is negative; floats and the like are refused."""
     words = bits // 64
+    kind = np.asarray(fps).dtype.kind
+    if kind != "u" and not (kind == "i" and not (np.asarray(fps) < 0).any()):
+        raise ValueError(f"fingerprints are unsigned integers, not an array of {np.asarray(fps).dtype}")
     fps = np.asarray(fps, dtype=np.uint64)
     if fps.ndim == 1 and words == 1:
         return fps.reshape(-1, 1)
@@ -464,11 +479,12 @@ class BlockIndex:
     def __init__(
         self,
         bits: int = 64,
-        distance: int = 3,
+        distance: int = DEFAULT_DISTANCE,
         *,
         buffer_rows: int = BUFFER_ROWS,
         layout: Layout | None = None,
     ) -> None:
+        _check_distance(bits, distance)
         self.bits = bits
         self.distance = distance
         self.layout = layout or Layout.for_(bits, distance)
@@ -479,7 +495,9 @@ class BlockIndex:
         self._runs: list[_Run] = []
 
     @classmethod
-    def from_fingerprints(cls, fps: Iterable[int], bits: int = 64, distance: int = 3) -> BlockIndex:
+    def from_fingerprints(
+        cls, fps: Iterable[int], bits: int = 64, distance: int = DEFAULT_DISTANCE
+    ) -> BlockIndex:
         index = cls(bits, distance)
         index.add_many(fingerprint_array(list(fps), bits))
         return index
@@ -692,13 +710,27 @@ class _Fingerprints(Sequence[int]):
         return fingerprint_ints(self._index._words[row % n : row % n + 1])[0]
 
 
-def near_pairs(fps: Sequence[int], bits: int = 64, distance: int = 3) -> list[tuple[int, int, int]]:
-    """All (i, j, d) with i < j and d = distance(fps[i], fps[j]) <= distance, sorted.
+def near_pairs(
+    fps: Sequence[int | None], bits: int = 64, distance: int = DEFAULT_DISTANCE
+) -> list[tuple[int, int, int]]:
+    """All (i, j, d) with i < j and d = distance(fps[i], fps[j]) <= distance, sorted;
+    None (an empty document's fingerprint, as fingerprint_texts gives it) is in no pair.
 
     A pure function over a batch, for all-pairs jobs and for checking the index.
     """
-    i, j, d = near_pair_arrays(fingerprint_array(list(fps), bits), bits, distance)
+    _check_distance(bits, distance)
+    present = [i for i, fp in enumerate(fps) if fp is not None]
+    i, j, d = near_pair_arrays(fingerprint_array([fps[i] for i in present], bits), bits, distance)
+    if len(present) < len(fps):
+        i, j = np.asarray(present, np.int64)[i], np.asarray(present, np.int64)[j]
     return list(zip(i.tolist(), j.tolist(), d.tolist()))
+
+
+def _check_distance(bits: int, distance: int) -> None:
+    if isinstance(bits, bool) or not isinstance(bits, int) or bits < 64 or bits % 64:
+        raise ValueError(f"fingerprints are 64 bits or a multiple of 64, not {bits!r}")
+    if isinstance(distance, bool) or not isinstance(distance, int) or not 0 <= distance <= bits:
+        raise ValueError(f"a distance is an int from 0 to {bits}, not {distance!r}")
 
 
 #: Up to this many fingerprints, near_pair_arrays compares every pair (measured: cheaper

@@ -6,6 +6,7 @@ index follows from `bits` and `distance` and is never asked for separately.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,6 +39,9 @@ HEAD_SPEC = f"{HEAD_TOKENS} tokens from the smallest token hash"
 #: A head within the distance of more than this many kept heads is boilerplate (the
 #: navigation every page of a site starts with): it finds no candidates and is not kept.
 HEAD_CROWD = 64
+#: The default distance k: 4 with verification on (benchmarks/quality.md); 3 finds too
+#: few edited copies.
+DEFAULT_DISTANCE = 4
 #: Up to this distance the index keys its tables on pairs of blocks (see index_layout).
 PAIRED_UP_TO = 6
 
@@ -56,13 +60,19 @@ class Settings:
     weights: Weights = "tf"
     top_k: int = 0
     bits: int = 64
-    #: 4 with verification on (benchmarks/quality.md): 3 finds too few edited copies.
-    distance: int = 4
+    distance: int = DEFAULT_DISTANCE
     seed: int = 0
     #: Fold traditional Chinese to simplified before features are made.
     fold: bool = True
 
     def __post_init__(self) -> None:
+        for name in ("ngram", "shingle", "top_k", "bits", "distance", "seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise SettingsError(f"{name} must be an integer, not {value!r}")
+            object.__setattr__(self, name, int(value))  # a numpy integer becomes an int
+        if not isinstance(self.fold, bool):
+            raise SettingsError(f"fold must be True or False, not {self.fold!r}")
         if self.tokenizer not in TOKENIZERS:
             raise SettingsError(f"unknown tokenizer {self.tokenizer!r}")
         if self.weights not in WEIGHTS:

@@ -262,7 +262,9 @@ class StoredIndex:
         return str(self.runs[int(self.run_rows[row])]["name"])
 
     def load_into(self, dd: Deduplicator) -> None:
-        """Give a Deduplicator these rows; a VerifyingDeduplicator gets their sketches too."""
+        """Give a Deduplicator these rows; a VerifyingDeduplicator gets their sketches too.
+        Refused (IndexSettingsError) when its settings made other fingerprints."""
+        check_settings("the stored index", self.fingerprint, dd.settings)
         if isinstance(dd, VerifyingDeduplicator) and self.sketches is not None:
             headed = None if self.headed is None else self.headed.astype(bool)
             dd.extend(

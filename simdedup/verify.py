@@ -15,10 +15,11 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
-from .dedup import Decision, Deduplicator, Ids
+from .dedup import Decision, Deduplicator, Ids, checked_fingerprints
 from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
 from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
@@ -73,6 +74,16 @@ class VerifyingDeduplicator(Deduplicator):
         # The heads of the rows that have one: head_index row h is row _head_rows[h].
         self.head_index = BlockIndex(self.settings.bits, self.index.distance)
         self._head_rows = np.zeros(0, np.int64)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickle (a Dask worker's state, copy.deepcopy) holds the sketches of the rows
+        in use as a plain array: a memory map does not pickle. Unpickled, they grow
+        from there (_reserve)."""
+        state = self.__dict__.copy()
+        rows = len(self.ids)
+        state["_sketches"], state["_has"] = self._sketches[:rows].copy(), self._has[:rows].copy()
+        state["_rows"] = None
+        return state
 
     def _reserve(self, rows: int) -> None:
         """Room for `rows` rows: the arrays double when full, so appending a row is
@@ -211,6 +222,7 @@ class VerifyingDeduplicator(Deduplicator):
 
         A document with no candidate at all is kept, whatever the rest of the batch
         decides; only the few with one are walked in order, in Python."""
+        fps = checked_fingerprints(docs, fps)
         decisions: list[Decision] = [None] * len(docs)  # type: ignore[list-item]
         present = [i for i, fp in enumerate(fps) if fp is not None]
         if len(present) < len(docs):

@@ -1,0 +1,119 @@
+"""The library off the happy path, as a Dask user's trial met it: state that must
+pickle, arguments that were silently coerced or dropped, and text the CLI's reader
+would have cleaned first."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+from simdedup import (
+    BlockIndex,
+    Deduplicator,
+    Document,
+    FeatureHasher,
+    Settings,
+    VerifyingDeduplicator,
+    dedup,
+    fingerprint_batch,
+    fingerprint_texts,
+    near_pairs,
+)
+from simdedup.status import IndexSettingsError
+from simdedup.store import read_index
+
+WORDS = ["harbour", "morning", "boats", "wall", "gulls", "market", "traders", "crates", "mackerel", "library"]
+
+
+def texts(count: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, 40)) for _ in range(count)]
+
+
+def test_chinese_text_with_a_lone_surrogate_is_fingerprinted_as_the_reader_would(tmp_path) -> None:
+    # OpenCC takes UTF-8: the surrogate raised there and took the whole batch down.
+    assert fingerprint_texts(["中文\ud800文本"]) == fingerprint_texts(["中文\ufffd文本"])
+    docs = [Document(str(i), t, b"") for i, t in enumerate(texts(30, 0))]
+    docs.append(Document("x", "中文\ud800文本", b""))
+    assert len(list(dedup(docs))) == 31
+
+
+def test_a_verifying_deduplicator_pickles_and_goes_on_deciding_the_same() -> None:
+    # Its sketches live in a memory map, which does not pickle.
+    first, later = texts(2000, 1), texts(2000, 2)
+    dd = VerifyingDeduplicator()
+    dd.process([Document(str(i), t, b"") for i, t in enumerate(first)])
+    copies = [pickle.loads(pickle.dumps(dd)), copy.deepcopy(dd)]
+    batch = [Document(f"n{i}", t, b"") for i, t in enumerate(later + first[:50])]
+    decided = [[(d.status, d.row, d.duplicate_of) for d in x.process(batch)] for x in (dd, *copies)]
+    assert decided[0] == decided[1] == decided[2]
+    assert {s for s, _, _ in decided[0]} == {"unique", "duplicate"}
+    for x in (dd, *copies):
+        x._check()
+
+
+def test_batches_and_fingerprints_that_do_not_fit_are_refused() -> None:
+    docs = [Document(str(i), t, b"") for i, t in enumerate(["a b c d e", "a b c d e", "f g h"])]
+    with pytest.raises(ValueError, match="batch size"):
+        list(dedup(docs, batch_size=0))
+    for dd in (Deduplicator(), VerifyingDeduplicator()):
+        with pytest.raises(ValueError, match="3 documents but 1 fingerprints"):
+            dd.decide_many(docs, [5])
+    given = Deduplicator().decide_many(docs[:1], np.array([5], np.uint64))
+    assert type(given[0].fingerprint) is int
+
+
+def test_near_pairs_takes_fingerprint_texts_output_at_the_default_k() -> None:
+    fps = fingerprint_texts(["some text here", "Some text, here!", "", "other words"])
+    assert near_pairs(fps) == [(0, 1, 0)]
+    assert near_pairs([0, 0b1111]) == [(0, 1, 4)]  # k = Settings().distance
+    assert BlockIndex().distance == Settings().distance
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: BlockIndex(64, 3).add_many(np.array([1.5, 2.7])),
+        lambda: BlockIndex(64, 3).add_many(np.array([-1], np.int64)),
+        lambda: near_pairs(["0000000000000001", "0000000000000003"]),
+        lambda: near_pairs([1 << 130, 0], bits=128),
+        lambda: near_pairs([0, 0, 1], distance=-1),
+        lambda: BlockIndex(bits=32),
+        lambda: BlockIndex(64, -1),
+        lambda: fingerprint_texts(["alpha beta"], Settings(bits=128), FeatureHasher(64)),
+        lambda: fingerprint_texts(["a b"], Settings(seed=7), FeatureHasher()),
+        lambda: fingerprint_batch([{"a": float("nan")}]),
+        lambda: fingerprint_batch([{"a": "1"}]),
+        lambda: Settings(distance=4.5),
+        lambda: Settings(distance=True),
+        lambda: Settings(fold="no"),
+    ],
+)
+def test_arguments_that_were_silently_coerced_are_refused(call) -> None:
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_one_str_is_not_taken_for_a_collection_of_texts() -> None:
+    with pytest.raises(TypeError, match="not one str"):
+        fingerprint_texts("hello world")
+
+
+def test_a_stored_index_loads_only_into_a_deduplicator_of_its_settings(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from simdedup.cli import main
+
+    lines = tmp_path / "lines.txt"
+    lines.write_text("\n".join(texts(20, 3)) + "\n")
+    seen = tmp_path / "seen.sdx"
+    CliRunner().invoke(main, ["scan", str(lines), "-q", "--index", str(seen)], catch_exceptions=False)
+    stored = read_index(seen)
+    with pytest.raises(IndexSettingsError, match="tokenizer"):
+        stored.load_into(VerifyingDeduplicator(Settings(tokenizer="chars")))
+    dd = VerifyingDeduplicator()
+    stored.load_into(dd)
+    assert len(dd.index) == 20
