@@ -9,9 +9,10 @@ apart keeps A and C. Never prints; works a batch of documents at a time.
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -141,12 +142,44 @@ class Deduplicator:
     def decide(self, doc: Document, fp: int | None) -> Decision:
         return self.decide_many([doc], [fp])[0]
 
-    def decide_many(self, docs: Sequence[Document], fps: Sequence[int | None]) -> list[Decision]:
-        """Decisions for a batch, in order, as if each document were decided in turn.
+    def decide_many(self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any) -> list[Decision]:
+        """Decisions for a batch, in order, as if each document were decided in turn
+        (`given`: what a subclass takes beside the fingerprints, row by row).
 
-        The batch is looked up in the index in one numpy search, and against itself with
-        near_pair_arrays; only the keep-first walk over the batch is a Python loop."""
+        Copies within the batch (twins: documents that every decision treats alike, such
+        as repeated lines) would be compared with each other, pair by pair: n copies,
+        n ** 2 / 2 pairs. The batch is decided in stretches without two twins instead,
+        and a twin whose earlier twin was kept, or was decided with nothing kept since, is
+        decided as that twin says (_decide_with_twins): the same decisions."""
         fps = checked_fingerprints(docs, fps)
+        given = self._given(docs, fps, *given)
+        keys = self._twin_keys(docs, fps, *given)
+        if keys is None:
+            return self._decide_batch(docs, fps, *given)
+        return _decide_with_twins(self, docs, fps, given, keys)
+
+    def _given(self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any) -> tuple[Any, ...]:
+        """decide_many's extra arguments, made where the caller left them out."""
+        return given
+
+    def _twin_keys(
+        self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
+    ) -> list[Any] | None:
+        """For each document, what makes it a twin (equal keys: decided alike), or None
+        where it has none in the batch; None when no document has one. Here: the
+        fingerprint, all that a decision on fingerprints reads."""
+        return _repeated(fps, fps)
+
+    def _take(self, given: tuple[Any, ...], rows: list[int]) -> tuple[Any, ...]:
+        """decide_many's extra arguments for some of the batch's documents."""
+        return ()
+
+    def _decide_batch(
+        self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
+    ) -> list[Decision]:
+        """decide_many's decisions, the batch looked up in the index in one numpy search
+        and against itself with near_pair_arrays; only the keep-first walk over the
+        batch is a Python loop."""
         present = [i for i, fp in enumerate(fps) if fp is not None]
         decisions: list[Decision] = [Decision(doc, None, "empty") for doc in docs]
         if not present:
@@ -205,6 +238,69 @@ class Deduplicator:
 
     def process(self, docs: Sequence[Document]) -> list[Decision]:
         return self.decide_many(docs, fingerprint_documents(docs, self.settings, self.hashfunc))
+
+
+def _repeated(fps: Sequence[int | None], keys: Sequence[Any]) -> list[Any] | None:
+    """keys[i] where fps[i] is another document's too (a twin can only share a
+    fingerprint), else None; None when no fingerprint repeats."""
+    present = [fp for fp in fps if fp is not None]
+    if len(set(present)) == len(present):
+        return None
+    counts = Counter(present)
+    return [key if fp is not None and counts[fp] > 1 else None for fp, key in zip(fps, keys)]
+
+
+def _decide_with_twins(
+    dd: Deduplicator,
+    docs: Sequence[Document],
+    fps: Sequence[int | None],
+    given: tuple[Any, ...],
+    keys: list[Any],
+) -> list[Decision]:
+    """decide_many for a batch with twins. A document goes into the stretch being
+    gathered, which is decided (dd._decide_batch) before a twin of one in it joins; or
+    it is decided as its last decided twin was, without a search:
+
+    - that twin was kept: a duplicate of it at distance 0. Any candidate better than
+      the kept twin would have been a candidate of the twin too.
+    - that twin was a duplicate, and no document was kept since (nor is one waiting in
+      the stretch): the same decision. Its candidates are the twin's, and so are its
+      head's crowd and its verification."""
+    decisions: list[Decision] = [None] * len(docs)  # type: ignore[list-item]
+    stretch: list[int] = []
+    in_stretch: set[Any] = set()
+    last: dict[Any, tuple[Decision, int]] = {}  # key -> its last decided twin, the kept count then
+    kept = 0
+
+    def decide_stretch() -> None:
+        nonlocal kept
+        part = dd._decide_batch(
+            [docs[i] for i in stretch], [fps[i] for i in stretch], *dd._take(given, stretch)
+        )
+        for i, decision in zip(stretch, part):
+            decisions[i] = decision
+            kept += decision.status == "unique"
+            if keys[i] is not None:
+                last[keys[i]] = (decision, kept)
+        stretch.clear()
+        in_stretch.clear()
+
+    for i, key in enumerate(keys):
+        if key is not None:
+            if key in in_stretch:
+                decide_stretch()
+            twin, kept_then = last.get(key, (None, -1))
+            if twin is not None and twin.status == "unique":
+                decisions[i] = Decision(docs[i], fps[i], "duplicate", twin.row, twin.doc.id, 0)
+                continue
+            if twin is not None and kept_then == kept and not stretch:
+                decisions[i] = twin._replace(doc=docs[i], fingerprint=fps[i])
+                continue
+            in_stretch.add(key)
+        stretch.append(i)
+    if stretch:
+        decide_stretch()
+    return decisions
 
 
 def checked_fingerprints(docs: Sequence[Document], fps: Sequence[int | None]) -> Sequence[int | None]:

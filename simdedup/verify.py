@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .dedup import Decision, Deduplicator, Ids, checked_fingerprints
+from .dedup import Decision, Deduplicator, Ids, _repeated
 from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
 from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
@@ -214,15 +214,47 @@ class VerifyingDeduplicator(Deduplicator):
         sketches: np.ndarray | None = None,
         heads: Sequence[int | None] | None = None,
     ) -> list[Decision]:
-        """Decisions for a batch, in order, as if each document were decided in turn:
-        candidates come from one search of each index and one of the batch against
-        itself, and are verified together. `sketches` and `heads` are the documents'
+        """Deduplicator.decide_many, with `sketches` and `heads` the documents'
         sketches, row by row, and head fingerprints (made from their texts when not
-        given).
+        given)."""
+        return super().decide_many(docs, fps, sketches, heads)
 
-        A document with no candidate at all is kept, whatever the rest of the batch
-        decides; only the few with one are walked in order, in Python."""
-        fps = checked_fingerprints(docs, fps)
+    def _given(self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any) -> tuple[Any, ...]:
+        sketches, heads = given
+        if heads is None:  # made once here, for the twins' keys and for _Heads.of
+            heads = _heads_of(docs, self.settings, self.hashfunc)
+        return sketches, heads
+
+    def _twin_keys(
+        self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
+    ) -> list[Any] | None:
+        """Twins here share their fingerprint, sketch and head: all that a decision reads
+        of them, whatever came before. A document given as features has no sketch (its
+        matches are unverified, and rank after verified ones): it has no twin."""
+        sketches, heads = given
+        keys: list[Any] = [None] * len(docs)
+        for i, (doc, fp) in enumerate(zip(docs, fps)):
+            if fp is not None and doc.features is None:  # the same text: the same sketch
+                keys[i] = (fp, heads[i], doc.text if sketches is None else sketches[i].tobytes())
+        return _repeated([fp if key is not None else None for fp, key in zip(fps, keys)], keys)
+
+    def _take(self, given: tuple[Any, ...], rows: list[int]) -> tuple[Any, ...]:
+        sketches, heads = given
+        return (None if sketches is None else sketches[rows]), (
+            None if heads is None else [heads[i] for i in rows]
+        )
+
+    def _decide_batch(
+        self,
+        docs: Sequence[Document],
+        fps: Sequence[int | None],
+        sketches: np.ndarray | None = None,
+        heads: Sequence[int | None] | None = None,
+    ) -> list[Decision]:
+        """decide_many's decisions: candidates come from one search of each index and
+        one of the batch against itself, and are verified together. A document with no
+        candidate at all is kept, whatever the rest of the batch decides; only the few
+        with one are walked in order, in Python."""
         decisions: list[Decision] = [None] * len(docs)  # type: ignore[list-item]
         present = [i for i, fp in enumerate(fps) if fp is not None]
         if len(present) < len(docs):

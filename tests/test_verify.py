@@ -474,3 +474,80 @@ def test_seeded_decisions_with_heads_equal_the_brute_force_definition(
         (row, d) if status == "duplicate" else None for status, row, _, d in expected
     ]
     assert sum(r >= 0 for r in rows.tolist()) > 10
+
+
+@pytest.mark.parametrize(("seed", "size", "crowd", "compiled"), [(21, 1500, 3, False), (22, 500, 3, True)])
+def test_seeded_batches_of_copies_decide_as_the_brute_force_definition(
+    seed: int, size: int, crowd: int, compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches mostly of exact copies (repeated lines, mirrors), interleaved, after
+    preloaded rows that make some first copies duplicates: twins are decided in
+    stretches and by their earlier twin (Deduplicator.decide_many), which must be the
+    definition's decisions. 1,000 copies of one line once took 8M verified pairs."""
+    monkeypatch.setattr(verify_module, "HEAD_CROWD", crowd)
+    if compiled:
+        monkeypatch.setattr(index_module, "COMPILED_ROWS", 0)
+    rng = random.Random(seed)
+    vocabulary = [f"w{i}" for i in range(40)]
+    header = " ".join(rng.choice(vocabulary) for _ in range(36))
+    pool = [
+        " ".join(
+            ([header] if rng.random() < 0.5 else [])
+            + [rng.choice(vocabulary) for _ in range(rng.randint(4, 50))]
+        )
+        for _ in range(25)
+    ]
+    pool += [t.replace(t.split()[-1], "edit") for t in pool[:10]]  # near copies beside the exact ones
+    texts = [rng.choice(pool[: rng.randint(1, len(pool))]) for _ in range(size)] + [pool[0]] * 300
+    settings = Settings()
+    dd = VerifyingDeduplicator(settings)
+    dd.process(docs(*rng.sample(pool, 8)))  # kept before: their copies' first ones are duplicates
+    batch = docs(*texts)
+    fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
+    sketches = text_sketches(texts)
+    expected = one_at_a_time(dd, batch, fps, sketches)
+    got = dd.decide_many(batch, fps, sketches if seed % 2 else None)
+    assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+    dd._check()
+    assert sum(status == "unique" for status, *_ in expected) < len(pool) < len(texts) // 10
+
+
+def test_copies_decide_without_verification_as_one_at_a_time() -> None:
+    rng = random.Random(3)
+    pool = [" ".join(f"w{rng.randrange(30)}" for _ in range(rng.randint(2, 12))) for _ in range(30)]
+    texts = [rng.choice(pool) for _ in range(3000)]
+    settings = Settings(distance=6)
+    in_turn = Deduplicator(settings)
+    expected = [in_turn.process([d])[0] for d in docs(*texts)]
+    got = Deduplicator(settings).process(docs(*texts))
+    assert [(d.status, d.row, d.distance) for d in got] == [(d.status, d.row, d.distance) for d in expected]
+
+
+def test_a_copy_after_a_closer_document_was_kept_is_its_duplicate_not_the_first_copys_match() -> None:
+    # T is kept before; A copies it loosely (Jaccard ~0.84), C closer to A (~0.91) but not
+    # to T (~0.77). The first two copies of A duplicate T; C is kept; the last copy of A,
+    # after C, must duplicate C. Deciding it as its earlier twin was (with C kept since,
+    # or waiting undecided beside it) would say T.
+    rng = random.Random(0)
+    words = [f"v{rng.randrange(5000)}" for _ in range(200)]
+
+    def edited(count: int, tag: str) -> str:
+        out = list(words)
+        for p in rng.sample(range(200), count):
+            out[p] = f"{tag}{p}"
+        return " ".join(out)
+
+    a, t, c = " ".join(words), edited(6, "t"), edited(3, "c")
+    dd = VerifyingDeduplicator(Settings())
+    dd.process(docs(t))
+    batch = [Document(name, text, b"") for name, text in (("a1", a), ("a2", a), ("c", c), ("a3", a))]
+    fps = fingerprint_texts([d.text for d in batch])
+    expected = one_at_a_time(dd, batch, fps, text_sketches([d.text for d in batch]))
+    assert [(status, dup) for status, _, dup, _ in expected] == [
+        ("duplicate", "0"),
+        ("duplicate", "0"),
+        ("unique", None),
+        ("duplicate", "c"),
+    ]
+    got = dd.decide_many(batch, fps)
+    assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
