@@ -122,13 +122,32 @@ def sketches_of_normalized(norm: Sequence[str], known: Sequence[WordRuns] = ()) 
     return SKETCH.sketch(*shingles_of_units(*_units(norm, known)))
 
 
+#: Documents sketched at a time by fingerprints_and_sketches: its arrays then stay
+#: within ~20 MB.
+SKETCH_SLICE = 4096
+
+
 def fingerprints_and_sketches(
     work: Sequence[str | Features], settings: Settings, hashfunc: HashFunc
 ) -> tuple[list[int | None], np.ndarray, list[int | None]]:
     """What verification needs of a batch, from one pass over each text (normalized
     once, its words found and hashed once): fingerprint_work(), text_sketches() of its
     texts (zeros for documents given as features), and each text's head fingerprint
-    (fingerprint.normalized_batch_fingerprints; None for short texts and features)."""
+    (fingerprint.normalized_batch_fingerprints; None for short texts and features).
+
+    A sketch is made in 1,024 bins of 2-byte minima first (2 KB a document, however
+    short): a batch of more than SKETCH_SLICE documents (a 256 KiB chunk of one-word
+    or empty lines holds up to 262,144) is done a slice at a time."""
+    if len(work) > SKETCH_SLICE:
+        parts = [
+            fingerprints_and_sketches(work[lo : lo + SKETCH_SLICE], settings, hashfunc)
+            for lo in range(0, len(work), SKETCH_SLICE)
+        ]
+        return (
+            [fp for fps, _, _ in parts for fp in fps],
+            np.concatenate([sketches for _, sketches, _ in parts]),
+            [head for _, _, heads in parts for head in heads],
+        )
     texts = [i for i, w in enumerate(work) if isinstance(w, str)]
     if len(texts) == len(work):
         norm = normalized_many(work, settings)  # type: ignore[arg-type]

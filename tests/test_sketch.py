@@ -210,3 +210,16 @@ def test_one_pass_gives_the_fingerprints_sketches_and_heads_of_three(work: list,
         for t in tokens
     ]
     assert heads == expected
+
+
+def test_a_batch_is_sketched_in_slices_with_the_same_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A chunk of empty or one-word lines holds hundreds of thousands of documents, and a
+    # sketch takes 2 KB of minima first: they are made a slice at a time.
+    from simdedup import sketch as sketch_module
+
+    work = [f"w{i % 13} w{i % 7} " * (i % 5) for i in range(50)] + [{"f": 1.0}, "中文 文本 " * 3]
+    whole = sketch_module.fingerprints_and_sketches(work, Settings(), FeatureHasher())
+    monkeypatch.setattr(sketch_module, "SKETCH_SLICE", 7)
+    sliced = sketch_module.fingerprints_and_sketches(work, Settings(), FeatureHasher())
+    assert sliced[0] == whole[0] and sliced[2] == whole[2]
+    assert np.array_equal(sliced[1], whole[1]) and sliced[1].shape == (len(work), SKETCH_BYTES)
