@@ -245,16 +245,13 @@ class VerifyingDeduplicator(Deduplicator):
         )
 
     def _decide_batch(
-        self,
-        docs: Sequence[Document],
-        fps: Sequence[int | None],
-        sketches: np.ndarray | None = None,
-        heads: Sequence[int | None] | None = None,
+        self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
     ) -> list[Decision]:
         """decide_many's decisions: candidates come from one search of each index and
         one of the batch against itself, and are verified together. A document with no
         candidate at all is kept, whatever the rest of the batch decides; only the few
         with one are walked in order, in Python."""
+        sketches, heads = given
         decisions: list[Decision] = [None] * len(docs)  # type: ignore[list-item]
         present = [i for i, fp in enumerate(fps) if fp is not None]
         if len(present) < len(docs):
