@@ -154,8 +154,8 @@ class Deduplicator:
         fps = checked_fingerprints(docs, fps)
         given = self._given(docs, fps, *given)
         keys = self._twin_keys(docs, fps, *given)
-        if keys is None:
-            return self._decide_batch(docs, fps, *given)
+        if keys is None or _twin_pairs(keys) <= TWIN_PAIRS_PER_DOCUMENT * len(docs):
+            return self._decide_batch(docs, fps, *given)  # a few copies: compared, as cheap
         return _decide_with_twins(self, docs, fps, given, keys)
 
     def _given(self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any) -> tuple[Any, ...]:
@@ -238,6 +238,16 @@ class Deduplicator:
 
     def process(self, docs: Sequence[Document]) -> list[Decision]:
         return self.decide_many(docs, fingerprint_documents(docs, self.settings, self.hashfunc))
+
+
+#: Twins are decided apart (_decide_with_twins) once they make more pairs than this many
+#: per document of the batch; fewer pairs cost less than the stretches would (a crawl's
+#: copies come two or three at a time), and either way decides the same.
+TWIN_PAIRS_PER_DOCUMENT = 1
+
+
+def _twin_pairs(keys: list[Any]) -> int:
+    return sum(count * (count - 1) // 2 for count in Counter(k for k in keys if k is not None).values())
 
 
 def _repeated(fps: Sequence[int | None], keys: Sequence[Any]) -> list[Any] | None:

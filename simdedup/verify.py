@@ -232,8 +232,11 @@ class VerifyingDeduplicator(Deduplicator):
         of them, whatever came before. A document given as features has no sketch (its
         matches are unverified, and rank after verified ones): it has no twin."""
         sketches, heads = given
+        repeated = _repeated(fps, fps)  # a twin shares its fingerprint: most batches stop here
+        if repeated is None:
+            return None
         keys: list[Any] = [None] * len(docs)
-        for i, (doc, fp) in enumerate(zip(docs, fps)):
+        for i, (doc, fp) in enumerate(zip(docs, repeated)):
             if fp is not None and doc.features is None:  # the same text: the same sketch
                 keys[i] = (fp, heads[i], doc.text if sketches is None else sketches[i].tobytes())
         return _repeated([fp if key is not None else None for fp, key in zip(fps, keys)], keys)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -523,7 +524,9 @@ def test_copies_decide_without_verification_as_one_at_a_time() -> None:
     assert [(d.status, d.row, d.distance) for d in got] == [(d.status, d.row, d.distance) for d in expected]
 
 
-def test_a_copy_after_a_closer_document_was_kept_is_its_duplicate_not_the_first_copys_match() -> None:
+def test_a_copy_after_a_closer_document_was_kept_is_its_duplicate_not_the_first_copys_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # T is kept before; A copies it loosely (Jaccard ~0.84), C closer to A (~0.91) but not
     # to T (~0.77). The first two copies of A duplicate T; C is kept; the last copy of A,
     # after C, must duplicate C. Deciding it as its earlier twin was (with C kept since,
@@ -538,6 +541,8 @@ def test_a_copy_after_a_closer_document_was_kept_is_its_duplicate_not_the_first_
         return " ".join(out)
 
     a, t, c = " ".join(words), edited(6, "t"), edited(3, "c")
+    dedup_module = sys.modules["simdedup.dedup"]  # `simdedup.dedup` is also the function
+    monkeypatch.setattr(dedup_module, "TWIN_PAIRS_PER_DOCUMENT", 0)  # three copies: decided apart
     dd = VerifyingDeduplicator(Settings())
     dd.process(docs(t))
     batch = [Document(name, text, b"") for name, text in (("a1", a), ("a2", a), ("c", c), ("a3", a))]
