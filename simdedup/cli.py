@@ -6,6 +6,7 @@ stderr; core exceptions become exit codes (see status.ExitStatus).
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import ctypes
 import functools
@@ -41,6 +42,7 @@ from .index import Layout
 from .parallel import AUTO, chunk_batches, chunk_task, default_jobs, fingerprint_batches, ordered_map
 from .read import (
     CHUNK_BYTES,
+    MAX_DOC_SIZE,
     STDIN,
     Chunk,
     Document,
@@ -1123,7 +1125,12 @@ def _read_whole(path: str) -> Document:
                 data = f.read()
         except OSError as e:
             raise CliError(f"{path}: {e.strerror or e}") from e
-    return Document(printable(path), data.decode("utf-8", "replace"), os.fsencode(path))
+    # As scan reads a file: without a byte-order mark, fingerprinted on its first
+    # --max-doc-size bytes (16 MiB).
+    truncated = len(data) > MAX_DOC_SIZE
+    data = data[:MAX_DOC_SIZE].removeprefix(codecs.BOM_UTF8)
+    text = codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=not truncated)
+    return Document(printable(path), text, os.fsencode(path))
 
 
 @main.command()
@@ -1286,6 +1293,8 @@ def calibrate_command(
                 continue
             try:
                 record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError(f"a JSON {type(record).__name__}, not an object")
                 a, b, label = record[a_field], record[b_field], record[label_field]
                 if not isinstance(a, str) or not isinstance(b, str) or label not in (True, False, 0, 1):
                     raise ValueError(f"{a_field!r}, {b_field!r} must be text, {label_field!r} true or false")
@@ -1303,6 +1312,13 @@ def calibrate_command(
             pairs.append(LabelledPair(a, b, bool(label)))
     if not pairs:
         raise CliError(f"{pairs_path}: no labelled pairs in it", ExitStatus.INPUT_ERRORS)
+    if len({p.duplicate for p in pairs}) < 2:
+        which = "a duplicate" if pairs[0].duplicate else "not a duplicate"
+        click.echo(
+            f"{pairs_path}: warning: every pair is labelled {which}: precision, recall and F1 "
+            "need pairs of both kinds to mean anything",
+            err=True,
+        )
     scores = calibrate_pairs(pairs, calibration_presets(settings, _verify(kw)), range(max_distance + 1))
     top = best_scores(scores)
     if as_json:

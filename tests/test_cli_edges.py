@@ -268,3 +268,27 @@ def test_an_index_whose_lock_cannot_be_made_is_not_called_in_use(tmp_path: Path)
         result.output
         == f"Error: cannot write index {tmp_path}/seen.sdx: {tmp_path}/seen.sdx.lock: Is a directory\n"
     )
+
+
+def test_compare_fingerprints_a_file_as_scan_does_past_the_size_limit(tmp_path: Path) -> None:
+    folder = tmp_path / "big"
+    folder.mkdir()
+    f = folder / "big.txt"
+    words = [f"w{i}" for i in range(3000)]
+    f.write_text(" ".join(words[(i * 7919) % 3000] for i in range(3_000_000)))  # about 17 MiB
+    assert f.stat().st_size > 16 << 20
+    scanned = run("fingerprint", str(folder)).stdout.split("\t")[0]
+    compared = json.loads(run("compare", str(f), str(f), "--json").stdout)["a"]["fingerprint"]
+    assert compared == scanned
+
+
+def test_calibrate_names_a_json_list_and_warns_of_pairs_of_one_kind(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('[1]\n{"a": "x y", "b": "p q", "duplicate": false}\n')
+    result = run("calibrate", str(pairs), "--max-distance", "1")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        f"{pairs}:1: error: a JSON list, not an object",
+        f"{pairs}: warning: every pair is labelled not a duplicate: precision, recall and F1 need"
+        " pairs of both kinds to mean anything",
+    ]
