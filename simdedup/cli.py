@@ -1169,11 +1169,21 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     hasher = FeatureHasher(settings.bits, settings.seed)
     (fa, fb), sketches, (ha, hb) = fingerprints_and_sketches([doc.text for doc in docs], settings, hasher)
     names = [d.id for d in docs]
-    if fa is None or fb is None:
-        empty = names[0] if fa is None else names[1]
-        raise CliError(
-            f"{empty} has no features (empty, or only whitespace and punctuation)", ExitStatus.FOUND
-        )
+    if fa is None or fb is None:  # an empty document is near nothing: exit 1, said as such
+        empty = [name for name, fp in zip(names, (fa, fb)) if fp is None]
+        why = f"{' and '.join(empty)}: no features (empty, or only whitespace and punctuation)"
+        if as_json:
+            sides = {
+                side: {
+                    "id": name,
+                    "fingerprint": None if fp is None else format_fingerprint(fp, settings.bits),
+                }
+                for side, name, fp in zip("ab", names, (fa, fb))
+            }
+            click.echo(json.dumps({**sides, "near": False, "empty": empty}, ensure_ascii=False))
+        else:
+            click.echo(f"verdict     not near-duplicates ({why})")
+        sys.exit(ExitStatus.FOUND)
     features = [extract(d.text, settings) for d in docs]  # for the lists of unshared ones
     d = hamming(fa, fb)
     jaccard = float(similarity(sketches[:1], sketches[1:])[0])

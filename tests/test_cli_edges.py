@@ -292,3 +292,16 @@ def test_calibrate_names_a_json_list_and_warns_of_pairs_of_one_kind(tmp_path: Pa
         f"{pairs}: warning: every pair is labelled not a duplicate: precision, recall and F1 need"
         " pairs of both kinds to mean anything",
     ]
+
+
+def test_compare_says_an_empty_document_is_near_nothing_in_text_and_json() -> None:
+    said = CliRunner().invoke(main, ["compare", "--text", "", "--text", "x y"])
+    assert said.exit_code == 1
+    assert (
+        said.stdout
+        == "verdict     not near-duplicates (--text 1: no features (empty, or only whitespace and punctuation))\n"
+    )
+    result = CliRunner().invoke(main, ["compare", "--json", "--text", "", "--text", "x y"])
+    assert result.exit_code == 1
+    record = json.loads(result.stdout)
+    assert record["near"] is False and record["empty"] == ["--text 1"] and record["a"]["fingerprint"] is None
