@@ -229,8 +229,12 @@ class Messages:
     def problem(self, p: Problem) -> None:
         if p.severity == "error":
             self._say(f"{printable(p.where)}: {click.style('error', fg='red', bold=True)}: {p.message}")
-        elif not self.quiet:
-            self._say(f"{printable(p.where)}: {click.style('warning', fg='yellow')}: {p.message}")
+        else:
+            self.warn(p.where, p.message)
+
+    def warn(self, where: str, message: str) -> None:
+        if not self.quiet:
+            self._say(f"{printable(where)}: {click.style('warning', fg='yellow')}: {message}")
 
     def info(self, text: str) -> None:
         if not self.quiet:
@@ -539,6 +543,14 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _warn_if_name_taken(session: IndexSession, messages: Messages) -> None:
+    if session.name_taken:
+        messages.warn(
+            str(session.path),
+            f"a run named {session.run_name!r} is in it already; duplicate_of_run cannot tell them apart",
+        )
 
 
 def _record_writers(
@@ -936,6 +948,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
     with _index_session(kw, settings) as session, Outputs(sources, index_path) as outputs:
         if session is not None:
             session.preload(dd)
+            _warn_if_name_taken(session, messages)
         writers: list[Any] = []
         if (f := outputs.open(kw["unique"], "--unique")) is not None:
             writers.append(UniqueWriter(f, keep_empty=not kw["drop_empty"]))
@@ -995,6 +1008,7 @@ def filter_(source: str | None, **kw: Any) -> None:
     with _index_session(kw, settings) as session, Outputs(sources, index_path) as outputs:
         if session is not None:
             session.preload(dd)
+            _warn_if_name_taken(session, messages)
         stdout = outputs.open("-", "filter output")
         assert stdout is not None
         writers: list[Any] = [UniqueWriter(stdout, keep_empty=not kw["drop_empty"])]

@@ -717,6 +717,12 @@ class IndexSession:
             self._stored = None  # the Deduplicator holds the rows now; keep one copy
         self._preloaded = True
 
+    @property
+    def name_taken(self) -> bool:
+        """Whether a stored run has this run's name already (duplicate_of_run would then
+        not tell the two apart)."""
+        return any(run.get("name") == self.run_name for run in self._runs)
+
     def run_of(self, row: int) -> str:
         """The name of the run that kept `row`: a stored run, or this one."""
         if row < self.loaded:

@@ -303,3 +303,15 @@ def test_compare_says_an_empty_document_is_near_nothing_in_text_and_json() -> No
     assert result.exit_code == 1
     record = json.loads(result.stdout)
     assert record["near"] is False and record["empty"] == ["--text 1"] and record["a"]["fingerprint"] is None
+
+
+def test_a_run_name_already_in_the_index_is_warned_about(tmp_path: Path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{OTHER}\n")
+    seen = tmp_path / "seen.sdx"
+    first = run("filter", str(lines), "--index", str(seen), "--run-name", "monday")
+    assert "warning" not in first.stderr
+    again = run("filter", str(lines), "--index", str(seen), "--run-name", "monday")
+    assert again.exit_code == 0
+    assert f"{seen}: warning: a run named 'monday' is in it already" in again.stderr
+    assert "warning" not in run("filter", str(lines), "-q", "--index", str(seen), "--run-name", "x").stderr
