@@ -167,7 +167,8 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
 
     A Settings field missing from the stored record (the file is older than the field)
     counts as that field's default, which by the spec-version rule gives the old
-    fingerprints. FREE_SETTINGS never differ."""
+    fingerprints. FREE_SETTINGS never differ, nor does `ngram` unless a side makes
+    character n-grams."""
     defaults = {
         f.name: _jsonable(f.default)
         for f in dataclasses.fields(Settings)
@@ -175,8 +176,13 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
     }
     out = []
     stored_settings, current_settings = stored.get("settings", {}), current.get("settings", {})
+    # --ngram makes the character n-grams of --tokenizer chars, and nothing otherwise.
+    chars = "chars" in (
+        stored_settings.get("tokenizer", defaults.get("tokenizer")),
+        current_settings.get("tokenizer"),
+    )
     for name in [*current_settings, *(n for n in stored_settings if n not in current_settings)]:
-        if name in FREE_SETTINGS:
+        if name in FREE_SETTINGS or (name == "ngram" and not chars):
             continue
         old = stored_settings.get(name, defaults.get(name))
         new = current_settings.get(name)

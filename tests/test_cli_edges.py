@@ -315,3 +315,17 @@ def test_a_run_name_already_in_the_index_is_warned_about(tmp_path: Path) -> None
     assert again.exit_code == 0
     assert f"{seen}: warning: a run named 'monday' is in it already" in again.stderr
     assert "warning" not in run("filter", str(lines), "-q", "--index", str(seen), "--run-name", "x").stderr
+
+
+def test_an_index_takes_any_ngram_unless_it_makes_character_ngrams(tmp_path: Path) -> None:
+    # --ngram is read by --tokenizer chars only: the fingerprints are the same otherwise.
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{OTHER}\n")
+    words, chars = tmp_path / "words.sdx", tmp_path / "chars.sdx"
+    run("scan", str(lines), "-q", "--index", str(words))
+    assert run("scan", str(lines), "-q", "--index", str(words), "--ngram", "4").exit_code == 0
+    run("scan", str(lines), "-q", "--index", str(chars), "--tokenizer", "chars")
+    refused = CliRunner().invoke(
+        main, ["scan", str(lines), "-q", "--index", str(chars), "--tokenizer", "chars", "--ngram", "4"]
+    )
+    assert refused.exit_code == 2 and "ngram is 3 there, 4 in this run" in refused.output
