@@ -1447,7 +1447,8 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         f"updated: {stored.updated}",
     ]
     if stored.runs:
-        last = stored.runs[-1]
+        # The newest: after `index merge`, the last in the file is the last merged.
+        last = max(reversed(stored.runs), key=lambda run: str(run.get("finished", "")))
         lines.append(
             f"runs: {len(stored.runs):,}; last: {last.get('name')!r}, finished {last.get('finished')}, "
             f"added {last.get('added', 0):,}"

@@ -329,3 +329,15 @@ def test_an_index_takes_any_ngram_unless_it_makes_character_ngrams(tmp_path: Pat
         main, ["scan", str(lines), "-q", "--index", str(chars), "--tokenizer", "chars", "--ngram", "4"]
     )
     assert refused.exit_code == 2 and "ngram is 3 there, 4 in this run" in refused.output
+
+
+def test_index_info_names_the_newest_run_after_a_merge(tmp_path: Path) -> None:
+    older, newer, merged = tmp_path / "a.sdx", tmp_path / "b.sdx", tmp_path / "ab.sdx"
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n")
+    run("filter", str(lines), "-q", "--index", str(older), "--run-name", "older")
+    time.sleep(1.1)  # runs are timed to the second
+    lines.write_text(f"{OTHER}\n")
+    run("filter", str(lines), "-q", "--index", str(newer), "--run-name", "newer")
+    run("index", "merge", str(merged), str(newer), str(older), "-q")  # the older merged last
+    assert "; last: 'newer', finished" in run("index", "info", str(merged)).stdout
