@@ -352,7 +352,10 @@ def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--jsonl", is_flag=True, help="Read files and stdin as JSONL (automatic for *.jsonl)."),
         click.option("--text-field", default="text", show_default=True, help="JSONL field with the text."),
-        click.option("--id-field", default="id", show_default=True, help="JSONL field with the id."),
+        click.option(
+            "--id-field",
+            help="JSONL field with the id.  [default: id; PATH:LINE for a record without it]",
+        ),
         click.option(
             "--features-field",
             metavar="FIELD",
@@ -484,7 +487,8 @@ def _read_options(kw: dict[str, Any]) -> ReadOptions:
     return ReadOptions(
         jsonl=kw.pop("jsonl"),
         text_field=kw.pop("text_field"),
-        id_field=kw.pop("id_field"),
+        id_field=kw["id_field"] or "id",
+        id_named=kw.pop("id_field") is not None,
         features_field=kw.pop("features_field"),
         glob=kw.pop("glob"),
         exclude=kw.pop("exclude"),

@@ -60,6 +60,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "binary": ("warning", True),
     "revisited": ("warning", True),
     "not-a-file": ("warning", True),
+    "no-id": ("warning", False),
 }
 
 
@@ -93,6 +94,9 @@ class ReadOptions:
     jsonl: bool = False
     text_field: str = "text"
     id_field: str = "id"
+    #: --id-field was given: a file whose first record lacks it is warned about (a
+    #: misspelt field would otherwise name every record PATH:LINE without a word).
+    id_named: bool = False
     features_field: str | None = None
     glob: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -210,6 +214,8 @@ def _read_stream(
     jsonl = options.is_jsonl(name)
     shown = printable(name)
     lineno = first - 1
+    # None: not checked here (not the file's start, or no --id-field given)
+    unnamed_checked: bool | None = False if first == 1 and options.id_named else None
     try:
         for lineno, line in enumerate(stream, first):  # noqa: B007 (lineno is used after the loop)
             # raw: the line as it came, a CR before its newline included (--unique and
@@ -227,6 +233,10 @@ def _read_stream(
                 doc = _parse_record(text, raw, where, options, on_problem)
                 if doc is None:
                     continue
+                if unnamed_checked is False:
+                    unnamed_checked = True
+                    if doc.id == where:
+                        on_problem(_unnamed(where, options.id_field))
             else:
                 doc = Document(where, text, raw)
             if len(raw) > options.max_doc_size:
@@ -238,6 +248,11 @@ def _read_stream(
         return
     if lineno == 0 and name != STDIN:  # an empty pipe is a quiet day, not a broken file
         on_problem(_empty(name))
+
+
+def _unnamed(where: str, field: str) -> Problem:
+    message = f"no {field!r} field (--id-field); records without one are named PATH:LINE"
+    return Problem(where, "no-id", message)
 
 
 def _empty(name: str) -> Problem:

@@ -341,3 +341,21 @@ def test_index_info_names_the_newest_run_after_a_merge(tmp_path: Path) -> None:
     run("filter", str(lines), "-q", "--index", str(newer), "--run-name", "newer")
     run("index", "merge", str(merged), str(newer), str(older), "-q")  # the older merged last
     assert "; last: 'newer', finished" in run("index", "info", str(merged)).stdout
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_id_field_missing_from_a_first_record_is_warned_about_once(tmp_path: Path, jobs: str) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"id": f"d{i}", "text": f"{LINE} {i}"}) + "\n" for i in range(3)))
+    misspelt = run("fingerprint", str(records), "--id-field", "ID", "-j", jobs)
+    assert misspelt.exit_code == 0
+    assert misspelt.stderr.count("warning") == 1
+    assert f"{records}:1: warning: no 'ID' field (--id-field)" in misspelt.stderr
+    ids = [row.split("\t")[1] for row in misspelt.stdout.splitlines()]
+    assert ids == [f"{records}:{i}" for i in (1, 2, 3)]
+    # The default field may be absent (ids are then PATH:LINE, as documented); a field
+    # given and present is quiet too.
+    for quiet in (["--id-field", "id"], ["--id-field", "text"], []):
+        assert "warning" not in run("fingerprint", str(records), "-j", jobs, *quiet).stderr
+    records.write_text(json.dumps({"text": LINE}) + "\n")
+    assert "warning" not in run("fingerprint", str(records), "-j", jobs).stderr
