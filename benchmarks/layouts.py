@@ -4,7 +4,9 @@ For each distance k, the index tables keyed on single blocks (k + 1 blocks) and 
 of blocks (k + 2 blocks, one table per pair) are timed on the streaming keep-first path
 `scan` uses (Deduplicator.decide_many, batches of 1,024, fingerprints given), on
 index_bench.py's corpus fingerprints and on as many uniform random ones, with the index
-memory per fingerprint. Both layouts are exact, so both keep the same documents.
+memory per fingerprint. Both layouts are exact, so both keep the same documents. A
+layout whose keys would meet index.BRUTE_FORCE_SHARE of the rows (single blocks from
+k = 6) compares every row instead (Layout.brute_force; benchmarks/wide.py).
 
     .venv/bin/python benchmarks/layouts.py --docs 300000 --distances 4,5,6   # ~10 min
     .venv/bin/python benchmarks/layouts.py --docs 1000000 --distances 3,4 --keys 2

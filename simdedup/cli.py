@@ -549,6 +549,20 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _warn_if_wide(settings: Settings, messages: Messages) -> None:
+    """A distance whose index compares every row (Layout.brute_force) is warned about."""
+    if not Layout.for_(settings.bits, settings.distance).brute_force:
+        return
+    served = [k for k in range(settings.distance) if not Layout.for_(settings.bits, k).brute_force]
+    tables = (
+        f" (the index's tables serve -k {served[-1]} and below at {settings.bits} bits)" if served else ""
+    )
+    messages.warn(
+        f"-k {settings.distance}",
+        f"every document is compared with every kept one, so time grows with the square of the input{tables}",
+    )
+
+
 def _warn_if_name_taken(session: IndexSession, messages: Messages) -> None:
     if session.name_taken:
         messages.warn(
@@ -948,6 +962,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
     messages = Messages(kw["quiet"], kw["verbose"])
     sources = _sources(paths)
     dd = deduplicator(settings, _verify(kw))
+    _warn_if_wide(settings, messages)
     index_path = kw["index_path"]
     with _index_session(kw, settings) as session, Outputs(sources, index_path) as outputs:
         if session is not None:
@@ -1008,6 +1023,7 @@ def filter_(source: str | None, **kw: Any) -> None:
     messages = Messages(kw["quiet"], kw["verbose"])
     sources = _sources((source,) if source else ())
     dd = deduplicator(settings, _verify(kw))
+    _warn_if_wide(settings, messages)
     index_path = kw["index_path"]
     with _index_session(kw, settings) as session, Outputs(sources, index_path) as outputs:
         if session is not None:
@@ -1534,6 +1550,7 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
     stored = read_index(path)
     check_settings(path, stored.fingerprint, settings)
     dd = deduplicator(settings, verify)
+    _warn_if_wide(settings, messages)
     stored.load_into(dd)
     counts = {"new": 0, "duplicate": 0, "empty": 0}
     stream = _binary(sys.stdout)

@@ -38,6 +38,13 @@ COPIED_BUCKET = 256
 #: (compiled.py) build and search its runs, which repays numba's start-up from about here
 #: on; below, numpy does. Both give the same tables and pairs.
 COMPILED_ROWS = 1 << 15
+#: A Layout whose tables would meet this share of the rows a query (Layout.key_share)
+#: compares every query with every row instead (Layout.brute_force). Measured in
+#: benchmarks/README.md, "Wide distances".
+BRUTE_FORCE_SHARE = 0.01
+#: Cells (queries x rows) in one slice of a comparison of every query with every row
+#: in numpy, to bound its memory.
+MATRIX_CELLS = 1 << 22
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
 _MIX_WORDS = np.array(_MIX, np.uint64)  # the same, for compiled.py's key hashes
@@ -173,10 +180,27 @@ class Layout:
             mask |= (_block_values(a, start, width) == _block_values(b, start, width)).astype(np.int64) << i
         return mask
 
+    @functools.cached_property
+    def key_share(self) -> float:
+        """The share of stored rows a query meets in its tables' buckets, summed over the
+        tables, on random fingerprints (2 ** -key bits each); more on real text."""
+        return sum(2.0 ** -sum(self.blocks[b][1] for b in key) for key in self.keys)
+
+    @property
+    def brute_force(self) -> bool:
+        """Whether a BlockIndex of this layout compares every query with every row: a
+        wide distance leaves keys of a few bits, so tables would meet a large share of
+        the rows (all of them, twice over, at 64 bits and distance 16) at a cost a
+        candidate several times a plain comparison's."""
+        return self.key_share >= BRUTE_FORCE_SHARE
+
     def describe(self) -> str:
         widths = "/".join(str(w) for _, w in self.blocks)
         per_key = len(self.keys[0])
-        return f"{len(self.blocks)} blocks of {widths} bits, {len(self.keys)} tables keyed on {per_key}"
+        tables = f"{len(self.blocks)} blocks of {widths} bits, {len(self.keys)} tables keyed on {per_key}"
+        if self.brute_force:
+            return f"every row compared (keys of {widths} bits would meet {self.key_share:.0%} of the rows)"
+        return tables
 
     def block_values(self, words: np.ndarray) -> list[np.ndarray]:
         return [_block_values(words, start, width) for start, width in self.blocks]
@@ -460,7 +484,8 @@ class BlockIndex:
     at least two, and a pair of ~13-bit blocks makes a ~26-bit key that stays selective
     on real text, where common words make single 16-bit blocks hot (Manku et al. use
     several permuted tables for the same reason). From d = 7 on, the classic d + 1
-    blocks, one table each.
+    blocks, one table each, whose keys are so short (8 bits or fewer at 64 bits) that
+    the index compares every query with every row instead (Layout.brute_force).
 
     Storage: the fingerprints in one growing uint64 array; rows sit in immutable runs
     (see _Run) plus a small buffer of recent rows that is searched by brute force.
@@ -534,7 +559,7 @@ class BlockIndex:
             self._words = grown
         self._words[start:end] = words
         self._n = end
-        if end - self._buffer_start >= self._buffer_rows:
+        if end - self._buffer_start >= self._buffer_rows and not self.layout.brute_force:
             self._runs.append(self._run(self._buffer_start, end))
             while len(self._runs) >= 2 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
                 top = self._runs.pop()
@@ -624,13 +649,11 @@ class BlockIndex:
 
             q, col, d = cross_pairs(queries[:, 0], self._words[start : self._n, 0], k)
             yield q, col + start, d
-        elif start < self._n:  # the same, as a matrix
-            buffered = self._words[start : self._n]
-            d = np.bitwise_count(queries[:, None, 0] ^ buffered[None, :, 0])
-            for w in range(1, buffered.shape[1]):
-                d += np.bitwise_count(queries[:, None, w] ^ buffered[None, :, w])
-            q, col = np.nonzero(d <= k)
-            yield q.astype(np.int64), col.astype(np.int64) + start, d[q, col].astype(np.int64)
+        elif start < self._n:  # the same, as a matrix, some rows at a time
+            step = max(1, MATRIX_CELLS // len(queries))
+            for lo in range(start, self._n, step):
+                q, col, d = _matrix_pairs(queries, self._words[lo : min(lo + step, self._n)], k)
+                yield q, col + lo, d
 
     def distances_to(self, rows: np.ndarray, fps: np.ndarray) -> np.ndarray:
         """Hamming distance (int64) from stored row rows[t] to fps[t], for every t."""
@@ -689,7 +712,10 @@ class BlockIndex:
             assert run.start == end and run.end > run.start, "runs must tile the rows"
             run.check(self.layout, self._words)
             end = run.end
-        assert self._n - end < self._buffer_rows, "the buffer should have become a run"
+        if self.layout.brute_force:
+            assert not self._runs, "a brute-force index has no tables"
+        else:
+            assert self._n - end < self._buffer_rows, "the buffer should have become a run"
         if self.bits == 64:
             assert self._words.shape[1] == 1
 
@@ -751,21 +777,19 @@ def near_pair_arrays(
     compiled: bool = False,
 ) -> tuple[np.ndarray, ...]:
     """near_pairs as three int64 arrays (i, j, d), for fingerprints as fingerprint_array()
-    gives them; sorted by i, then j. Up to `brute_force` fingerprints, every pair is
-    compared; beyond, a BlockIndex finds them. `compiled` (64-bit, no layout given):
-    up to COMPILED_BRUTE_FORCE fingerprints, every pair is compared by a compiled loop
-    (for a batch, once compiled.py is loaded anyway)."""
-    if compiled and bits == 64 and layout is None and len(fps) <= COMPILED_BRUTE_FORCE:
+    gives them; sorted by i, then j. Up to `brute_force` fingerprints (no layout given),
+    or for a Layout.brute_force, every pair is compared; otherwise a BlockIndex finds
+    them. `compiled` (64-bit): every pair is compared by a compiled loop up to
+    COMPILED_BRUTE_FORCE fingerprints (no layout given; for a batch, once compiled.py
+    is loaded anyway), and for a Layout.brute_force."""
+    given = layout
+    layout = layout or Layout.for_(bits, distance)
+    if compiled and bits == 64 and (layout.brute_force or given is None and len(fps) <= COMPILED_BRUTE_FORCE):
         from .compiled import all_pairs
 
         return all_pairs(_words(fps, bits)[:, 0], distance)  # type: ignore[no-any-return]
-    if len(fps) <= brute_force and layout is None:
-        words = _words(fps, bits)
-        d = np.bitwise_count(words[:, None, 0] ^ words[None, :, 0])
-        for w in range(1, words.shape[1]):
-            d += np.bitwise_count(words[:, None, w] ^ words[None, :, w])
-        i, j = np.nonzero(np.triu(d <= distance, 1))
-        return i.astype(np.int64), j.astype(np.int64), d[i, j].astype(np.int64)
+    if given is None and len(fps) <= brute_force or layout.brute_force:
+        return _matrix_all_pairs(_words(fps, bits), distance)
     index = BlockIndex(bits, distance, buffer_rows=max(1, len(fps)), layout=layout)
     index.add_many(fps)
     if not index._runs:
@@ -778,3 +802,25 @@ def near_pair_arrays(
     i, j, d = (np.concatenate(x) for x in zip(*parts))
     order = np.argsort(i << 32 | j)  # rows < 2 ** 32
     return i[order], j[order], d[order]
+
+
+def _matrix_pairs(queries: np.ndarray, words: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+    """Every (q, j, d) within k of two (n, words) arrays, sorted by q then j, from one
+    matrix of distances: for slices of MATRIX_CELLS or so."""
+    d = np.bitwise_count(queries[:, None, 0] ^ words[None, :, 0])
+    for w in range(1, words.shape[1]):
+        d += np.bitwise_count(queries[:, None, w] ^ words[None, :, w])
+    q, j = np.nonzero(d <= k)
+    return q.astype(np.int64), j.astype(np.int64), d[q, j].astype(np.int64)
+
+
+def _matrix_all_pairs(words: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+    """near_pair_arrays by comparing every pair, some rows' pairs at a time."""
+    step = max(1, MATRIX_CELLS // max(1, len(words)))
+    found = [_EMPTY]
+    for lo in range(0, len(words), step):
+        q, j, d = _matrix_pairs(words[lo : lo + step], words, k)
+        after = j > q + lo
+        found.append((q[after] + lo, j[after], d[after]))
+    i, j, d = (np.concatenate(x) for x in zip(*found))
+    return i, j, d

@@ -30,6 +30,11 @@ from .sketch import shingle_hashes as _shingle_runs
 
 __all__ = ["MIN_JACCARD", "SHINGLE", "VerifyingDeduplicator", "deduplicator"]
 
+#: Candidate pairs whose sketches numpy gathers and compares at once (a small index;
+#: compiled loops read them in place): ~16 MiB of 256-byte sketches, where a wide
+#: distance on crowded text gave millions of pairs a batch (benchmarks/wide.py).
+PAIR_SLICE = 1 << 14
+
 
 class VerifyingDeduplicator(Deduplicator):
     """Keep-first dedup where a candidate must also reach `min_jaccard` on shingles,
@@ -424,9 +429,11 @@ class VerifyingDeduplicator(Deduplicator):
             return out
         if self.index.compiled:  # a large index: compiled loops are loaded and pay
             out[both] = self.sketcher.pair_similarity(a, a_rows[both], b, b_rows[both], self.min_jaccard)
-        else:
-            sims = self.sketcher.similarity(a[a_rows[both]], b[b_rows[both]])
-            out[both] = np.where(sims < self.min_jaccard, -1.0, sims)
+        else:  # sketches gathered a slice of pairs at a time, to bound their memory
+            for lo in range(0, len(both), PAIR_SLICE):
+                at = both[lo : lo + PAIR_SLICE]
+                sims = self.sketcher.similarity(a[a_rows[at]], b[b_rows[at]])
+                out[at] = np.where(sims < self.min_jaccard, -1.0, sims)
         return out
 
 

@@ -359,3 +359,18 @@ def test_an_id_field_missing_from_a_first_record_is_warned_about_once(tmp_path: 
         assert "warning" not in run("fingerprint", str(records), "-j", jobs, *quiet).stderr
     records.write_text(json.dumps({"text": LINE}) + "\n")
     assert "warning" not in run("fingerprint", str(records), "-j", jobs).stderr
+
+
+def test_a_wide_distance_is_warned_about_and_compares_every_row(tmp_path: Path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{OTHER}\n{LINE} again\n")
+    for command in (["scan", str(lines)], ["filter", str(lines)]):
+        wide = run(*command, "-k", "12", "-v")
+        assert "-k 12: warning: every document is compared with every kept one" in wide.stderr
+        assert "(the index's tables serve -k 6 and below at 64 bits)" in wide.stderr
+        assert "; every row compared (keys of" in wide.stderr
+        assert "warning" not in run(*command, "-k", "6").stderr
+        assert "warning" not in run(*command, "-k", "12", "-q").stderr
+    seen = tmp_path / "seen.sdx"
+    run("scan", str(lines), "-q", "-k", "12", "--index", str(seen))
+    assert "-k 12: warning" in run("index", "query", str(seen), str(lines), "-k", "12").stderr

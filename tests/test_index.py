@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import BlockIndex, block_layout, near_pairs
+from simdedup import index as index_module
 from simdedup.index import Layout, fingerprint_array, fingerprint_ints, near_pair_arrays
 
 
@@ -205,3 +207,34 @@ def test_unordered_search_finds_the_same_pairs(stored: list[int], queries: list[
     ordered = index.search(fingerprint_array(queries))
     loose = index.search(fingerprint_array(queries), ordered=False)
     assert sorted(zip(*(a.tolist() for a in loose))) == sorted(zip(*(a.tolist() for a in ordered)))
+
+
+def test_a_wide_distance_compares_every_row_instead_of_tables_of_short_keys() -> None:
+    # From k = 7 at 64 bits a query would meet 3% of the rows or more in its tables'
+    # buckets (keys of 8 bits or fewer), each dearer than a plain comparison.
+    assert not Layout.for_(64, 6).brute_force and Layout.for_(64, 7).brute_force
+    index = BlockIndex.from_fingerprints(range(5000), 64, 16)
+    assert index.stats().runs == 0
+    widths = "4/" * 13 + "3/3/3/3"
+    assert index.stats().layout == f"every row compared (keys of {widths} bits would meet 131% of the rows)"
+    assert BlockIndex.from_fingerprints(range(5000), 64, 6).stats().runs > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(fps=clustered(), k=st.integers(7, 20), cells=st.sampled_from([1, 7, 64]), split=st.integers(0, 80))
+def test_every_row_compared_a_few_cells_at_a_time_is_exact(
+    fps: list[int], k: int, cells: int, split: int
+) -> None:
+    # numpy compares MATRIX_CELLS (query, row) cells at a time, to bound its memory
+    with mock.patch.object(index_module, "MATRIX_CELLS", cells):
+        assert near_pairs(fps, 64, k) == brute_pairs(fps, k)
+        index = BlockIndex.from_fingerprints(fps[:split], 64, k)
+        q, rows, ds = index.search(fingerprint_array(fps[split:]))
+    stored = fps[:split]
+    expected = sorted(
+        (qi, d, r)
+        for qi, fp in enumerate(fps[split:])
+        for r, s in enumerate(stored)
+        if (d := (fp ^ s).bit_count()) <= k
+    )
+    assert sorted(zip(q.tolist(), ds.tolist(), rows.tolist())) == expected

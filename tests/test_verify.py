@@ -322,16 +322,35 @@ def one_at_a_time(
 
 
 # compiled: the index, pairs and similarities by compiled.py's loops from the first row
-# (index.COMPILED_ROWS = 0), as a large index has them.
+# (index.COMPILED_ROWS = 0), as a large index has them. Distance 12: an index that
+# compares every row (Layout.brute_force); sliced: numpy's matrices and gathered
+# sketches a few cells and pairs at a time.
 @pytest.mark.parametrize(
-    ("seed", "size", "min_jaccard", "compiled"),
-    [(1, 1, 0.8, False), (2, 9, 0.8, True), (3, 64, 0.5, True), (4, 1000, 0.8, False)],
+    ("seed", "size", "min_jaccard", "compiled", "distance", "sliced"),
+    [
+        (1, 1, 0.8, False, 6, False),
+        (2, 9, 0.8, True, 6, False),
+        (3, 64, 0.5, True, 6, False),
+        (4, 1000, 0.8, False, 6, False),
+        (5, 300, 0.5, False, 6, True),
+        (6, 300, 0.5, False, 12, True),
+        (7, 300, 0.5, True, 12, False),
+    ],
 )
 def test_seeded_decisions_equal_deciding_each_document_against_every_kept_row(
-    seed: int, size: int, min_jaccard: float, compiled: bool, monkeypatch: pytest.MonkeyPatch
+    seed: int,
+    size: int,
+    min_jaccard: float,
+    compiled: bool,
+    distance: int,
+    sliced: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if compiled:
         monkeypatch.setattr(index_module, "COMPILED_ROWS", 0)
+    if sliced:
+        monkeypatch.setattr(index_module, "MATRIX_CELLS", 50)
+        monkeypatch.setattr(verify_module, "PAIR_SLICE", 7)
     rng = random.Random(seed)
     vocabulary = [f"w{i}" for i in range(30)]
 
@@ -350,7 +369,7 @@ def test_seeded_decisions_equal_deciding_each_document_against_every_kept_row(
             batch.append(Document(str(n), source.replace(rng.choice(vocabulary), "edit"), b""))
         else:
             batch.append(Document(str(n), source if roll < 0.8 else text(), b""))
-    settings = Settings(distance=6)
+    settings = Settings(distance=distance)
     fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
     sketches = text_sketches([d.text for d in batch])
     dd = VerifyingDeduplicator(settings, min_jaccard=min_jaccard)
