@@ -1425,6 +1425,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
     settings = stored.settings
     distance = int(settings.get("distance", 3))
     buckets = key_buckets(stored.fingerprints, stored.bits, distance, top)
+    layout = Layout.for_(stored.bits, distance)
     info = {
         "fingerprints": len(stored),
         "settings": settings,
@@ -1439,6 +1440,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         "sketch": stored.sketch,
         "headed": 0 if stored.headed is None else int(stored.headed.sum()),
         "runs": stored.runs,
+        "layout": layout.describe(),
         "tables": [
             {
                 "bits": [[start, start + width - 1] for start, width in b.blocks],
@@ -1475,11 +1477,14 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         )
     else:
         lines.append("runs: 0")
-    layout = Layout.for_(stored.bits, distance)
-    lines.append(
-        f"largest key buckets, per table ({layout.describe()}; rows sharing a key: "
-        "a lookup compares every row of the buckets it meets):"
-    )
+    if layout.brute_force:
+        unused = f"not used: {layout.describe()}"
+        lines.append(f"largest key buckets of the tables this distance would have ({unused}):")
+    else:
+        lines.append(
+            f"largest key buckets, per table ({layout.describe()}; rows sharing a key: "
+            "a lookup compares every row of the buckets it meets):"
+        )
     for b in buckets:
         largest = ", ".join(f"{n:,} (key {_hex(v, b.width)})" for v, n in b.largest) or "-"
         blocks = " + ".join(f"{start}-{start + width - 1}" for start, width in b.blocks)
