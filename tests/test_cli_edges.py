@@ -376,4 +376,5 @@ def test_a_wide_distance_is_warned_about_and_compares_every_row(tmp_path: Path) 
     assert "-k 12: warning" in run("index", "query", str(seen), str(lines), "-k", "12").stderr
     info = run("index", "info", str(seen))
     assert "buckets of the tables this distance would have (not used: every row" in info.stdout
-    assert json.loads(run("index", "info", str(seen), "--json").stdout)["layout"].startswith("every row compared")
+    layout = json.loads(run("index", "info", str(seen), "--json").stdout)["layout"]
+    assert layout.startswith("every row compared")
