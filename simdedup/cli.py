@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
@@ -52,6 +52,7 @@ from .read import (
     printable,
     read_chunks,
     read_documents,
+    walk_reads,
 )
 from .report import (
     GROUP_COLUMNS,
@@ -510,35 +511,66 @@ def _sources(paths: tuple[str, ...]) -> list[str]:
 class Outputs(contextlib.ExitStack):
     """Output files, opened before any work (so a bad path fails at once) and always
     closed; "-" is stdout, which then belongs to that output alone. A file is one
-    output's: one that is an input, the --index, or another output is refused."""
+    output's: one that is an input, inside an input directory (where reading it would
+    read it), the --index, or another output is refused. Every output `planned` is
+    checked before any is opened, which empties it: a clash found at the third output
+    must not have emptied the first two."""
 
-    def __init__(self, sources: list[str], index: str | None = None) -> None:
+    def __init__(
+        self,
+        sources: list[str],
+        index: str | None = None,
+        options: ReadOptions | None = None,
+        planned: Iterable[tuple[str | None, str]] = (),
+    ) -> None:
         super().__init__()
         self.sources = [s for s in sources if s != STDIN]
+        self.options = options or ReadOptions()
         self.taken: list[tuple[str, str]] = [(index, "--index")] if index else []
         self.stdout_owner: str | None = None
+        for path, what in planned:
+            self._claim(path, what)
 
-    def open(self, path: str | None, what: str) -> IO[bytes] | None:
-        if path is None:
-            return None
+    def _claim(self, path: str | None, what: str) -> None:
+        if path is None or (path, what) in self.taken or (path == "-" and self.stdout_owner == what):
+            return
         if path == "-":
             if self.stdout_owner:
                 raise CliError(f"{what} and {self.stdout_owner} cannot both write to stdout")
             self.stdout_owner = what
-            return _binary(sys.stdout)
+            return
         for source in self.sources:
             with contextlib.suppress(OSError):
                 if os.path.samefile(source, path):
                     raise CliError(f"{what} {path} is also an input; it would be overwritten")
+            if os.path.isdir(source) and walk_reads(source, path, self.options):
+                raise CliError(f"{what} {path} is inside the input directory {source}, which would read it")
         for other, owner in self.taken:
             if _same_file(other, path):
                 raise CliError(f"{what} and {owner} are the same file, {path}")
         self.taken.append((path, what))
+
+    def open(self, path: str | None, what: str) -> IO[bytes] | None:
+        if path is None:
+            return None
+        self._claim(path, what)
+        if path == "-":
+            return _binary(sys.stdout)
         try:
             stream = gzip.open(path, "wb") if path.endswith(".gz") else open(path, "wb")  # noqa: SIM115
         except OSError as e:
             raise CliError(f"{path}: cannot write {what}: {e.strerror or e}") from e
         return self.enter_context(stream)
+
+
+def _outputs_planned(kw: dict[str, Any], *first: tuple[str | None, str]) -> list[tuple[str | None, str]]:
+    """A deciding command's outputs, as Outputs checks them before opening any."""
+    named = [
+        (kw["duplicates"], "--duplicates"),
+        (kw["report"], "--report"),
+        (kw["summary_json"], "--summary-json"),
+    ]
+    return [*first, *named]
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -964,7 +996,11 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
     dd = deduplicator(settings, _verify(kw))
     _warn_if_wide(settings, messages)
     index_path = kw["index_path"]
-    with _index_session(kw, settings) as session, Outputs(sources, index_path) as outputs:
+    planned = _outputs_planned(kw, (kw["unique"], "--unique"))
+    with (
+        _index_session(kw, settings) as session,
+        Outputs(sources, index_path, read_options, planned) as outputs,
+    ):
         if session is not None:
             session.preload(dd)
             _warn_if_name_taken(session, messages)
@@ -1025,7 +1061,11 @@ def filter_(source: str | None, **kw: Any) -> None:
     dd = deduplicator(settings, _verify(kw))
     _warn_if_wide(settings, messages)
     index_path = kw["index_path"]
-    with _index_session(kw, settings) as session, Outputs(sources, index_path) as outputs:
+    planned = _outputs_planned(kw, ("-", "filter output"))
+    with (
+        _index_session(kw, settings) as session,
+        Outputs(sources, index_path, read_options, planned) as outputs,
+    ):
         if session is not None:
             session.preload(dd)
             _warn_if_name_taken(session, messages)

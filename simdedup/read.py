@@ -494,6 +494,19 @@ def _read_tree(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterato
             yield doc
 
 
+def walk_reads(top: str, path: str, options: ReadOptions) -> bool:
+    """Whether reading the directory `top` would read a file at `path`, made yet or not:
+    whether it is below `top` and passes --glob and --exclude (as _walk applies them)."""
+    rel = os.path.relpath(os.path.realpath(path), os.path.realpath(top))
+    parts = rel.split(os.sep)
+    if rel == os.curdir or parts[0] == os.pardir:
+        return False
+    for i, name in enumerate(parts):
+        if _excluded(os.sep.join(parts[: i + 1]), name, options.exclude):
+            return False
+    return not options.glob or _excluded(rel, parts[-1], options.glob)
+
+
 def _excluded(rel: str, name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
 

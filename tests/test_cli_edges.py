@@ -163,6 +163,49 @@ def test_an_output_that_is_the_index_or_another_output_is_refused(tmp_path: Path
     assert result.exit_code == 2 and "--report and --duplicates are the same file" in result.output
 
 
+@pytest.mark.parametrize("command", ["scan", "filter"])
+def test_outputs_that_clash_are_refused_before_any_output_is_emptied(tmp_path: Path, command: str) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{OTHER}\n")
+    first, second = tmp_path / "first.tsv", tmp_path / "second.jsonl"
+    first.write_text("kept from yesterday\n")
+    second.write_text("kept too\n")
+    args = [
+        command,
+        str(lines),
+        "--duplicates",
+        str(first),
+        "--report",
+        str(second),
+        "--summary-json",
+        str(second),
+    ]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "--summary-json and --report are the same file" in result.output
+    assert first.read_text() == "kept from yesterday\n" and second.read_text() == "kept too\n"
+
+
+def test_an_output_inside_an_input_directory_is_refused_unless_the_walk_leaves_it_out(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "en").mkdir(parents=True)
+    (corpus / "en" / "a.txt").write_text(f"{LINE}\n")
+    (corpus / "en" / "b.txt").write_text(f"{OTHER}\n")
+    for output in (corpus / "en" / "b.txt", corpus / "report.jsonl"):  # a document, and a new file
+        for option in ("--report", "--unique", "--duplicates", "--summary-json"):
+            result = CliRunner().invoke(main, ["scan", str(corpus), option, str(output)])
+            assert result.exit_code == 2
+            assert f"Error: {option} {output} is inside the input directory {corpus}" in result.output
+    assert (corpus / "en" / "b.txt").read_text() == f"{OTHER}\n" and not (corpus / "report.jsonl").exists()
+    # --glob and --exclude leave it out of the walk: allowed, and not read as a document
+    for leave_out in (["--glob", "*.txt"], ["--exclude", "*.jsonl"]):
+        result = run("scan", str(corpus), "--report", str(corpus / "report.jsonl"), *leave_out)
+        assert result.exit_code == 0 and "2 documents" in result.stderr
+    result = CliRunner().invoke(
+        main, ["scan", str(corpus), "--report", str(corpus / "en" / "r.tsv"), "--exclude", "en"]
+    )
+    assert result.exit_code == 0
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_crlf_lines_come_out_of_filter_and_unique_as_they_came(tmp_path: Path, jobs: str) -> None:
     data = f"{LINE}\r\n{OTHER}\r\n{LINE}\r\nlast line without an end".encode()
