@@ -820,6 +820,11 @@ def _run(
             record(decided.throw(KeyboardInterrupt()))
             for decision in decided:
                 record(decision)
+    finally:
+        # Closed here, in this thread, also when a write failed: left to the cycle
+        # collector, they could be closed in the decide thread, which cannot join itself.
+        shown.close()
+        decided.close()
     summary.seconds = time.perf_counter() - start
     summary.set_groups(groups.sizes())
     return summary, groups, interrupted
