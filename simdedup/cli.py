@@ -416,6 +416,19 @@ def _verify(kw: dict[str, Any]) -> float | None:
     return None if off else verify
 
 
+def _reworded(**helps: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The help of shared options (by parameter name) as one command reads them: below
+    @main.command(), above the options."""
+
+    def reword(f: Callable[..., Any]) -> Callable[..., Any]:
+        for param in getattr(f, "__click_params__", []):
+            if param.name in helps:
+                param.help = helps[param.name]
+        return f
+
+    return reword
+
+
 def message_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option(
         "-v", "--verbose", is_flag=True, help="Also report settings, index layout and verification."
@@ -838,13 +851,15 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(box=None, header_style="bold")
+        plain = bool(os.environ.get("NO_COLOR"))  # no styles at all, as on stderr
+        bold = None if plain else "bold"
+        table = Table(box=None, header_style=bold)
         for column in GROUP_COLUMNS:  # long ids wrap on a narrow terminal; none is cut short
             table.add_column(column, overflow="fold")
         for row in groups.rows(kept_ids, kept_fps, bits):
-            style = "bold" if row["status"] == "kept" else None
+            style = bold if row["status"] == "kept" else None
             table.add_row(*(str(row[c]) for c in GROUP_COLUMNS), style=style)
-        Console(no_color=bool(os.environ.get("NO_COLOR")) or None).print(table)
+        Console(no_color=plain or None).print(table)
         return
     stream = _binary(sys.stdout)
     if fmt == "jsonl":
@@ -1090,6 +1105,11 @@ def filter_(source: str | None, **kw: Any) -> None:
 
 
 @main.command()
+@_reworded(
+    distance="Not used here (a fingerprint does not depend on it); taken so that every command"
+    " accepts the same fingerprint options.",
+    verbose="Also report the settings.",
+)
 @click.argument("paths", nargs=-1, type=click.Path())
 @input_options
 @fingerprint_options
@@ -1213,6 +1233,9 @@ def _read_whole(path: str) -> Document:
 
 
 @main.command()
+@_reworded(
+    no_verify="Decide as scan --no-verify does: on the whole fingerprints alone, without heads or Jaccard."
+)
 @click.argument("files", nargs=-1, type=click.Path())
 @click.option("--text", "texts", multiple=True, help="A document given inline (twice, instead of files).")
 @fingerprint_options

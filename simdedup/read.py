@@ -628,8 +628,8 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
 
 def printable(name: str) -> str:
     """A path as text that every output can hold: a byte of a file name that is not
-    UTF-8 (which os.fsdecode keeps as a lone surrogate) becomes a \\xNN escape, as in
-    `ls -b`. Ids, and the places named on stderr, are written so."""
+    UTF-8 (which os.fsdecode keeps as a lone surrogate) becomes a \\xNN escape (`ls -b`
+    escapes in octal). Ids, and the places named on stderr, are written so."""
     try:
         name.encode("utf-8")
         return name

@@ -424,3 +424,21 @@ def test_a_wide_distance_is_warned_about_and_compares_every_row(tmp_path: Path) 
     assert "buckets of the tables this distance would have (not used: every row" in info.stdout
     layout = json.loads(run("index", "info", str(seen), "--json").stdout)["layout"]
     assert layout.startswith("every row compared")
+
+
+def test_no_color_leaves_the_terminal_table_without_any_style(tmp_path: Path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{LINE}\n{OTHER}\n")
+    styled = run("scan", str(lines), "--format", "table", env={"FORCE_COLOR": "1", "NO_COLOR": ""})
+    assert "\x1b[1m" in styled.stdout  # a terminal's table: the kept rows in bold
+    plain = run("scan", str(lines), "--format", "table", env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    assert "kept" in plain.stdout and "\x1b[" not in plain.stdout
+
+
+def test_help_says_what_shared_options_do_in_fingerprint_and_compare() -> None:
+    fingerprint = " ".join(run("fingerprint", "--help").stdout.split())
+    assert "-k, --distance INTEGER RANGE Not used here (a fingerprint does not depend on it)" in fingerprint
+    assert "-v, --verbose Also report the settings." in fingerprint
+    assert "scan --no-verify does" in " ".join(run("compare", "--help").stdout.split())
+    scan = " ".join(run("scan", "--help").stdout.split())
+    assert "-k, --distance INTEGER RANGE Near-duplicates differ" in scan and "index layout" in scan
