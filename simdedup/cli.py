@@ -23,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import IO, Any
 
 import click
@@ -166,9 +167,12 @@ _terminated = False
 @contextlib.contextmanager
 def _sigterm_as_ctrl_c() -> Iterator[None]:
     """SIGTERM (timeout, a service manager, kill) stops a run as Ctrl-C does: what was
-    read is decided and written, --index is saved, and the exit status is 143. It is
-    passed on as SIGINT, so that it takes effect where a Ctrl-C would (never in the
-    middle of a message to a worker). The handler before is restored after."""
+    read is decided and written, --index is saved, and the exit status is 143. It goes
+    to SIGINT's handler, so that it takes effect where a Ctrl-C would (never in the
+    middle of a message to a worker, nor of a document's outputs), also where SIGINT is
+    ignored, as a script's background jobs have it. The handler before is restored after."""
+    global _terminated
+    _terminated = False  # a run's own (tests run several in one process)
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -176,7 +180,10 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
     def on_term(signum: int, frame: Any) -> None:
         global _terminated
         _terminated = True
-        os.kill(os.getpid(), signal.SIGINT)
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler):  # SIGINT ignored (a script's background job): not SIGTERM
+            handler = _WRITING
+        handler(signal.SIGTERM, frame)
 
     if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:  # as Python does for Ctrl-C
         yield
@@ -186,6 +193,48 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+class _Writing:
+    """SIGINT's handler during a run: KeyboardInterrupt at once, as Python's own, but
+    while a document's decision is written to the outputs, once it is written whole
+    (a second signal meanwhile raises at once). Raised halfway, it left that document
+    out of the outputs that had not written it yet, though the index kept it: the next
+    run took it for seen, and it was lost."""
+
+    def __init__(self) -> None:
+        self.now = False
+        self.caught = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.now and not self.caught:
+            self.caught = True
+            return
+        raise KeyboardInterrupt
+
+    def done(self) -> None:
+        """The end of a document's writing: raise what came meanwhile."""
+        self.now = False
+        if self.caught:
+            self.caught = False
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[_Writing]:
+        """This as SIGINT's handler, where Python's own is (not where SIGINT is ignored)."""
+        main = threading.current_thread() is threading.main_thread()
+        if not main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield self
+            return
+        signal.signal(signal.SIGINT, self)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self.now = self.caught = False
+
+
+_WRITING = _Writing()
 
 
 def _interrupted() -> ExitStatus:
@@ -732,11 +781,21 @@ def _batched(
     return fingerprint_batches(batched, settings, jobs, sketches=sketches, idle=idle)
 
 
+@dataclass
+class _HandedOut:
+    """How many decisions _decisions handed out, and the last: the one in the caller's
+    hands if an interrupt lands between its yield and its writing."""
+
+    count: int = 0
+    last: Decision | None = None
+
+
 def _decisions(
     made: Iterator[tuple[Any, ...]],
     dd: Deduplicator,
     idle: Callable[[], bool] | None = None,
     after_batch: Callable[[], None] | None = None,
+    out: _HandedOut | None = None,
 ) -> Iterator[Decision]:
     """Batches with their fingerprints (and sketches: `made`, from _made) -> keep-first
     decisions, in input order; after_batch() runs once a batch's decisions are all
@@ -760,6 +819,8 @@ def _decisions(
             decisions = deciding[0].result()  # interrupted here, the batch stays queued
             while given < len(decisions):
                 given += 1
+                if out is not None:
+                    out.count, out.last = out.count + 1, decisions[given - 1]
                 yield decisions[given - 1]
             deciding.popleft()
             given = 0
@@ -812,27 +873,44 @@ def _run(
     raw = any(isinstance(writer, UniqueWriter) for writer in writers)
     made = _made(sources, stdin, read_options, dd.settings, jobs, verifying, on_problem, raw)
 
+    out = _HandedOut()
+    started = 0  # decisions whose writing began
+
     def record(decision: Decision) -> None:
-        summary.count(decision)
-        groups.add(decision)
-        for writer in writers:
-            writer.write(decision)
+        # A Ctrl-C or SIGTERM meanwhile takes effect once all of it is written (_Writing).
+        nonlocal started
+        _WRITING.now = True
+        started += 1
+        try:
+            summary.count(decision)
+            groups.add(decision)
+            for writer in writers:
+                writer.write(decision)
+        except BaseException:
+            _WRITING.now = _WRITING.caught = False
+            raise
+        _WRITING.done()
 
     start = time.perf_counter()
     interrupted = False
-    decided = _decisions(made, dd, _idle(sources, stdin), flush)
+    decided = _decisions(made, dd, _idle(sources, stdin), flush, out)
     shown = _progress(decided, messages)  # named: dropped when the loop ends, it would close `decided`
     try:
-        for decision in shown:
-            record(decision)
-    except KeyboardInterrupt:
-        interrupted = True
-        # Ctrl-C while writing: the batches already read are still decided, so they are
-        # written too, and the outputs (and an --index saved after) hold the same documents.
-        with contextlib.suppress(KeyboardInterrupt, StopIteration):
-            record(decided.throw(KeyboardInterrupt()))
-            for decision in decided:
-                record(decision)
+        with _WRITING.installed():
+            try:
+                for decision in shown:
+                    record(decision)
+            except KeyboardInterrupt:
+                interrupted = True
+                # Ctrl-C while writing: the batches already read are still decided, so
+                # they are written too, and the outputs (and an --index saved after) hold
+                # the same documents: the one handed out but not yet written first.
+                with contextlib.suppress(KeyboardInterrupt, StopIteration):
+                    if started < out.count and out.last is not None:
+                        record(out.last)
+                    record(decided.throw(KeyboardInterrupt()))
+                    for decision in decided:
+                        record(decision)
     finally:
         # Closed here, in this thread, also when a write failed: left to the cycle
         # collector, they could be closed in the decide thread, which cannot join itself.

@@ -444,7 +444,9 @@ def _whole_message() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, previous)
         if caught and callable(previous):
-            previous(signal.SIGINT, None)
+            previous(caught[0], None)
+        elif signal.SIGTERM in caught:  # the CLI's SIGTERM, passed on where SIGINT is ignored
+            raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

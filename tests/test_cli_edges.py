@@ -12,10 +12,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
+from simdedup import report as report_module
 from simdedup.cli import main
 
 LINE = "the harbour was quiet that morning with fishing boats along the stone wall"
@@ -115,12 +117,19 @@ def test_calibrate_names_a_missing_file_without_a_traceback(tmp_path: Path) -> N
 # ---------------------------------------------------------------- SIGTERM
 
 
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a script's background job (`cmd &`) has it
+
+
 @linux_only
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_sigterm_to_the_process_group_stops_filter_as_ctrl_c_does(tmp_path: Path, jobs: str) -> None:
+@pytest.mark.parametrize(("jobs", "ignored"), [("1", False), ("2", False), ("1", True), ("2", True)])
+def test_sigterm_to_the_process_group_stops_filter_as_ctrl_c_does(
+    tmp_path: Path, jobs: str, ignored: bool
+) -> None:
     # `timeout` and service managers send SIGTERM to the whole group: filter used to die
     # with lines written to stdout but --index not saved, so the next night's run wrote
-    # them again. Now it ends as after Ctrl-C: what was written is in the index.
+    # them again. Now it ends as after Ctrl-C: what was written is in the index. It was
+    # passed on as SIGINT, which a background job of a script ignores: SIGTERM was too.
     index, out = tmp_path / "seen.sdx", tmp_path / "out.txt"
     with (
         out.open("wb") as stdout,
@@ -130,6 +139,7 @@ def test_sigterm_to_the_process_group_stops_filter_as_ctrl_c_does(tmp_path: Path
             stdout=stdout,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_sigint_ignored if ignored else None,
         ) as proc,
     ):
         assert proc.stdin is not None
@@ -147,6 +157,34 @@ def test_sigterm_to_the_process_group_stops_filter_as_ctrl_c_does(tmp_path: Path
     written = len(out.read_bytes().splitlines())
     info = simdedup("index", "info", str(index), "--json")
     assert json.loads(info.stdout)["fingerprints"] == written > 0
+
+
+@linux_only
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_a_document_is_written_leaves_it_in_every_output(
+    tmp_path: Path, signum: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Raised in the middle of writing a document, the interrupt left it out of the
+    # outputs that had not written it yet, though the index kept it: the next run took
+    # it for seen, and it was lost. It now takes effect once the document is written.
+    lines, report, seen = tmp_path / "lines.txt", tmp_path / "report.jsonl", tmp_path / "seen.sdx"
+    lines.write_text("".join(f"{i} {LINE} {i * 7}\n" for i in range(3000)))
+    write = report_module.ReportWriter.write
+
+    def interrupted_write(self: report_module.ReportWriter, decision: Any) -> None:
+        if decision.doc.id.endswith(":1500"):
+            os.kill(os.getpid(), signum)  # its handler runs before the next line
+        write(self, decision)
+
+    monkeypatch.setattr(report_module.ReportWriter, "write", interrupted_write)
+    result = run("filter", str(lines), "-j1", "--index", str(seen), "--report", str(report))
+    assert result.exit_code == (143 if signum == signal.SIGTERM else 130)
+    written = result.stdout.splitlines()  # the unique documents
+    records = [json.loads(line) for line in report.read_text().splitlines()]  # every one
+    stored = json.loads(run("index", "info", str(seen), "--json").stdout)["fingerprints"]
+    assert len(written) == sum(r["status"] == "unique" for r in records) == stored
+    assert [r["id"] for r in records] == [f"{lines}:{i + 1}" for i in range(len(records))]
+    assert len(records) > 1500
 
 
 # ---------------------------------------------------------------- outputs
