@@ -384,9 +384,10 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
     fsynced. A crash at any point leaves either the old file or the new one, whole.
 
     Call it holding index_lock(path): two writers would each rename their own file,
-    and the later one would silently drop the rows only the earlier one added."""
+    and the later one would silently drop the rows only the earlier one added. A
+    symbolic link is written through: its target is replaced, not the link."""
     index._check()
-    path = Path(path)
+    path = Path(os.path.realpath(path))
     directory = path.parent
     arrays = _arrays(index)
     header = {
@@ -600,28 +601,31 @@ def index_lock(path: str | os.PathLike[str], wait: float = 0.0) -> Iterator[None
     the kernel releases it when its holder dies, even by kill -9). Waits up to `wait`
     seconds for another holder; raises IndexLockedError when it does not let go, and
     IndexFileError when the directory does not exist or cannot be written (checked by
-    creating a file there, so it is caught before any work)."""
+    creating a file there, so it is caught before any work). A symbolic link is
+    locked as its target is (next to the target), so a run through the link and one
+    on the target exclude each other."""
     from filelock import FileLock, Timeout
 
-    directory = Path(path).parent
-    if not directory.is_dir():
-        raise IndexFileError(f"cannot use index {path}: no such directory {directory}")
+    shown, path = path, os.path.realpath(path)
+    directory = Path(shown).parent  # as named, in messages
+    if not Path(path).parent.is_dir():
+        raise IndexFileError(f"cannot use index {shown}: no such directory {directory}")
     try:  # filelock would take a lock file it cannot make for one that another run holds
         os.close(os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644))
     except OSError as e:
-        where = lock_path(path) if isinstance(e, IsADirectoryError) else directory
-        raise IndexFileError(f"cannot write index {path}: {where}: {e.strerror or e}") from e
+        where = lock_path(shown) if isinstance(e, IsADirectoryError) else directory
+        raise IndexFileError(f"cannot write index {shown}: {where}: {e.strerror or e}") from e
     lock = FileLock(lock_path(path), timeout=wait)
     try:
         lock.acquire()
     except Timeout as e:
         waited = f" after waiting {wait:g} s" if wait > 0 else ""
         raise IndexLockedError(
-            f"{path} is in use by another simdedup run (lock {lock_path(path)} held){waited}; "
+            f"{shown} is in use by another simdedup run (lock {lock_path(path)} held){waited}; "
             "try again later, or wait for it with --wait SECONDS"
         ) from e
     except OSError as e:
-        raise IndexFileError(f"cannot write index {path}: {directory}: {e.strerror or e}") from e
+        raise IndexFileError(f"cannot write index {shown}: {directory}: {e.strerror or e}") from e
     try:
         _probe_writable(path)
         yield

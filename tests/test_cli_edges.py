@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 
 from simdedup import report as report_module
 from simdedup.cli import main
+from simdedup.store import index_lock
 
 LINE = "the harbour was quiet that morning with fishing boats along the stone wall"
 OTHER = "our library card now works at every branch in the county for every member"
@@ -480,3 +481,22 @@ def test_help_says_what_shared_options_do_in_fingerprint_and_compare() -> None:
     assert "scan --no-verify does" in " ".join(run("compare", "--help").stdout.split())
     scan = " ".join(run("scan", "--help").stdout.split())
     assert "-k, --distance INTEGER RANGE Near-duplicates differ" in scan and "index layout" in scan
+
+
+@linux_only
+def test_an_index_named_through_a_symbolic_link_is_written_and_locked_as_its_target(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "etc").mkdir()
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n")
+    real, link = tmp_path / "real" / "seen.sdx", tmp_path / "etc" / "seen.sdx"
+    link.symlink_to("../real/seen.sdx")  # not made yet: the first save makes the target
+    run("filter", str(lines), "-q", "--index", str(link), "--run-name", "mon")
+    lines.write_text(f"{OTHER}\n")
+    run("filter", str(lines), "-q", "--index", str(link), "--run-name", "tue")
+    assert link.is_symlink() and real.is_file()
+    info = json.loads(run("index", "info", str(real), "--json").stdout)
+    assert info["fingerprints"] == 2 and [r["name"] for r in info["runs"]] == ["mon", "tue"]
+    with index_lock(real):  # a run on the target holds it: one through the link waits
+        held = CliRunner().invoke(main, ["filter", str(lines), "-q", "--index", str(link)])
+    assert held.exit_code == 2 and f"{link} is in use by another simdedup run" in held.output
