@@ -18,6 +18,7 @@ import os
 import signal
 import stat
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -612,17 +613,49 @@ class Outputs(contextlib.ExitStack):
                 raise CliError(f"{what} and {owner} are the same file, {path}")
         self.taken.append((path, what))
 
-    def open(self, path: str | None, what: str) -> IO[bytes] | None:
+    def open(self, path: str | None, what: str, replace: bool = False) -> IO[bytes] | None:
+        """The output's stream. With `replace`, a temporary file beside it that is renamed
+        over it once the command ends without an error, and removed otherwise: the file
+        keeps what it held (yesterday's summary) unless the run ends well."""
         if path is None:
             return None
         self._claim(path, what)
         if path == "-":
             return _binary(sys.stdout)
+        target = os.path.realpath(path)
+        # a device or a pipe (/dev/stderr, /dev/full) is written as it is: a file renamed
+        # over it would take its place
+        replace = replace and (not os.path.exists(target) or os.path.isfile(target))
         try:
-            stream = gzip.open(path, "wb") if path.endswith(".gz") else open(path, "wb")  # noqa: SIM115
+            if replace:
+                fd, written = tempfile.mkstemp(
+                    dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp"
+                )
+                os.fchmod(fd, 0o666 & ~_umask())  # as open() would make it
+                self.push(functools.partial(_put_in_place, written, target))  # after it is closed
+                raw = self.enter_context(os.fdopen(fd, "wb"))
+                stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="wb") if path.endswith(".gz") else raw
+            else:
+                stream = gzip.open(path, "wb") if path.endswith(".gz") else open(path, "wb")  # noqa: SIM115
         except OSError as e:
             raise CliError(f"{path}: cannot write {what}: {e.strerror or e}") from e
         return self.enter_context(stream)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _put_in_place(written: str, target: str, kind: Any, error: Any, tb: Any) -> None:
+    """Outputs' exit for a replacing output (closed by then): rename it over its target,
+    or remove it when the command ended with an error."""
+    if kind is None:
+        os.replace(written, target)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(written)
 
 
 def _outputs_planned(kw: dict[str, Any], *first: tuple[str | None, str]) -> list[tuple[str | None, str]]:
@@ -979,6 +1012,10 @@ def _finish(
     session: IndexSession | None = None,
     stdout_closed: bool = False,
 ) -> ExitStatus:
+    """The end of a deciding run: its exit status, the --summary-json record, then the
+    --index saved, then the summary on stderr. Every output is written before the save,
+    so an output that fails (a full disk) leaves the index as it was, and a rerun of the
+    day writes the same documents again."""
     if stdout_closed:
         status = ExitStatus.BROKEN_PIPE
     elif interrupted:
@@ -989,6 +1026,24 @@ def _finish(
         status = ExitStatus.FOUND
     else:
         status = ExitStatus.OK
+    if summary_json is not None:  # before the save: a summary that cannot be written stops it
+        record = {
+            **summary.as_dict(),
+            "exit_status": int(status),
+            "settings": vars(dd.settings),
+            "verify": getattr(dd, "min_jaccard", None),
+        }
+        if session is not None:
+            record["index"] = {
+                "path": str(session.path),
+                "run": session.run_name,
+                "loaded": session.loaded,
+                "saved": len(dd.index),
+            }
+        summary_json.write((json.dumps(record, indent=2) + "\n").encode("utf-8"))
+        summary_json.flush()
+    if session is not None:
+        session.save(dd)
     if interrupted:
         messages.info("interrupted: the outputs hold every document decided so far")
     if session is not None and session.dropped_heads:
@@ -1008,21 +1063,6 @@ def _finish(
         + (", ".join(f"{size}: {n:,}" for size, n in summary.group_sizes.items()) or "none")
     )
     _details(messages, dd)
-    if summary_json is not None:
-        record = {
-            **summary.as_dict(),
-            "exit_status": int(status),
-            "settings": vars(dd.settings),
-            "verify": getattr(dd, "min_jaccard", None),
-        }
-        if session is not None:
-            record["index"] = {
-                "path": str(session.path),
-                "run": session.run_name,
-                "loaded": session.loaded,
-                "saved": session.saved,
-            }
-        summary_json.write((json.dumps(record, indent=2) + "\n").encode("utf-8"))
     return status
 
 
@@ -1106,12 +1146,10 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
         if (f := outputs.open(kw["unique"], "--unique")) is not None:
             writers.append(UniqueWriter(f, keep_empty=not kw["drop_empty"]))
         writers += _record_writers(outputs, kw, dd, session)
-        summary_json = outputs.open(kw["summary_json"], "--summary-json")
+        summary_json = outputs.open(kw["summary_json"], "--summary-json", replace=True)
         summary, groups, interrupted = _run(
             sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"]
         )
-        if session is not None:
-            session.save(dd)
         closed = False
         if outputs.stdout_owner is None:
             fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
@@ -1171,13 +1209,11 @@ def filter_(source: str | None, **kw: Any) -> None:
         assert stdout is not None
         writers: list[Any] = [UniqueWriter(stdout, keep_empty=not kw["drop_empty"])]
         writers += _record_writers(outputs, kw, dd, session)
-        summary_json = outputs.open(kw["summary_json"], "--summary-json")
+        summary_json = outputs.open(kw["summary_json"], "--summary-json", replace=True)
         summary, _, interrupted = _run(
             sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"], keep_groups=False
         )
         stdout.flush()
-        if session is not None:
-            session.save(dd)
         status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json, session)
     sys.exit(status)
 

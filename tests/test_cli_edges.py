@@ -82,7 +82,7 @@ def test_a_problem_in_a_file_with_such_a_name_is_named_escaped_on_stderr(tmp_pat
 @pytest.mark.parametrize(
     ("args", "saved", "count"),
     [
-        (["scan", "{lines}"], True, 3000),  # the groups go to stdout once all is decided and saved
+        (["scan", "{lines}"], False, 3000),  # the groups listed on stdout, before the save
         (["scan", "{lines}", "-q", "--report", "/dev/full"], False, 3000),
         (["filter", "{lines}", "-q"], False, 3000),
         (["fingerprint", "{lines}"], False, 3000),
@@ -500,3 +500,28 @@ def test_an_index_named_through_a_symbolic_link_is_written_and_locked_as_its_tar
     with index_lock(real):  # a run on the target holds it: one through the link waits
         held = CliRunner().invoke(main, ["filter", str(lines), "-q", "--index", str(link)])
     assert held.exit_code == 2 and f"{link} is in use by another simdedup run" in held.output
+
+
+@linux_only
+@pytest.mark.parametrize("command", ["scan", "filter"])
+def test_a_summary_that_cannot_be_written_stops_the_save_and_a_failed_run_keeps_the_old_one(
+    tmp_path: Path, command: str
+) -> None:
+    lines, seen, summary = tmp_path / "lines.txt", tmp_path / "seen.sdx", tmp_path / "summary.json"
+    lines.write_text("".join(f"{i} {LINE} {i * 7}\n" for i in range(300)))
+    # A full disk for the summary: exit 2, and the index is not saved (it was, before
+    # the summary was written), so a rerun of the day gives its documents again.
+    done = simdedup(command, str(lines), "-q", "--index", str(seen), "--summary-json", "/dev/full")
+    assert done.returncode == 2 and not seen.exists()
+    # A run that fails on another output leaves yesterday's summary as it was.
+    summary.write_text('{"previous": true}\n')
+    failed = simdedup(command, str(lines), "-q", "--report", "/dev/full", "--summary-json", str(summary))
+    assert failed.returncode == 2 and summary.read_text() == '{"previous": true}\n'
+    assert not list(tmp_path.glob(".summary.json.*"))  # nor a temporary file
+    ok = simdedup(command, str(lines), "-q", "--index", str(seen), "--summary-json", str(summary))
+    record = json.loads(summary.read_text())
+    assert ok.returncode == 0 and record["exit_status"] == 0 and record["documents"] == 300
+    assert (
+        record["index"]["saved"]
+        == json.loads(run("index", "info", str(seen), "--json").stdout)["fingerprints"]
+    )
