@@ -69,7 +69,7 @@ from .report import (
 )
 from .settings import HEAD_SPEC, HEAD_TOKENS, MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings, index_layout
 from .sketch import SKETCH, SKETCH_SPEC, fingerprints_and_sketches, similarity
-from .status import ExitStatus, SimdedupError
+from .status import ExitStatus, IndexFileError, IndexLockedError, SimdedupError
 from .store import (
     IndexSession,
     check_settings,
@@ -1682,29 +1682,47 @@ def index_info(path: str, as_json: bool, top: int) -> None:
     type=click.FloatRange(0),
     default=0,
     metavar="SECONDS",
-    help="If another run is using OUT, wait up to SECONDS for it (default: fail at once).",
+    help="If another run is using OUT or an IN, wait up to SECONDS for it (default: fail at once).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr but errors.")
 def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> None:
     """Merge stored indexes IN... into OUT, for crawls deduplicated in shards.
 
     OUT, if it exists, comes first and keeps its rows; then each IN's rows and runs in
-    the order given. Nothing is dropped. All must have the same fingerprint settings.
-    OUT is replaced atomically, under its lock, like a run's --index.
+    the order given. Nothing is dropped, and nothing is added twice: the rows of a run
+    merged already (the same name, start, finish and count) are left out, with a
+    warning, so a merge can be retried. All must have the same fingerprint settings.
+    OUT is replaced atomically, under its lock, like a run's --index; each IN is read
+    under its own lock, so a run still writing it is waited for (--wait).
 
     \b
     Example:
       simdedup index merge crawl.sdx shard-1.sdx shard-2.sdx
     """
-    with index_lock(out, wait):
+    messages = Messages(quiet)
+    with index_lock(out, wait), contextlib.ExitStack() as held:
         parts: list[tuple[str, Any]] = []
+        merged_runs: list[dict[str, Any]] = []
         for path in ([out] if os.path.exists(out) else []) + list(inputs):
+            if any(_same_file(path, seen) for seen, _ in parts):
+                continue
+            if os.path.exists(path) and not _same_file(path, out):  # a run may be writing it
+                try:
+                    held.enter_context(index_lock(path, wait))
+                except IndexLockedError:
+                    raise
+                except IndexFileError:  # no lock can be made there (read-only): no run writes it
+                    pass
             stored = read_index(path)
-            if not any(os.path.samefile(path, seen) for seen, _ in parts):
-                parts.append((path, stored))
+            new = stored.without_runs(merged_runs)
+            if len(new.runs) < len(stored.runs):
+                again = ", ".join(repr(r.get("name")) for r in stored.runs if r not in new.runs)
+                messages.warn(path, f"run(s) {again} are merged already; their rows are not added again")
+            merged_runs += new.runs
+            parts.append((path, new))
         merged = merge_indexes(parts)
         write_index(out, merged)
-    Messages(quiet).info(f"{out}: {len(merged):,} fingerprints from {len(parts)} indexes")
+    messages.info(f"{out}: {len(merged):,} fingerprints from {len(parts)} indexes")
 
 
 QUERY_COLUMNS = ("id", "status", "fingerprint", "duplicate_of", "distance", "duplicate_of_run")

@@ -18,7 +18,7 @@ import json
 import os
 import struct
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -266,6 +266,35 @@ class StoredIndex:
 
     def run_name(self, row: int) -> str:
         return str(self.runs[int(self.run_rows[row])]["name"])
+
+    def without_runs(self, runs: Iterable[dict[str, Any]]) -> StoredIndex:
+        """This index without the rows (and runs) of the runs also in `runs`: those with
+        the same name, start, finish and count, as a merge made before copied them. A
+        retried `index merge` then adds nothing twice."""
+        known = {run_key(run) for run in runs}
+        keep = np.array([run_key(run) not in known for run in self.runs], bool)
+        if keep.all():
+            return self
+        rows = keep[self.run_rows]
+        starts = np.concatenate([np.zeros(1, np.uint64), self.id_ends[:-1]]).astype(np.int64)
+        lengths = self.id_ends.astype(np.int64) - starts
+        renumbered = np.cumsum(keep) - 1  # a kept run's place among the kept
+
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[rows]
+
+        return dataclasses.replace(
+            self,
+            fingerprints=self.fingerprints[rows],
+            id_bytes=self.id_bytes[np.repeat(rows, lengths)],
+            id_ends=np.cumsum(lengths[rows]).astype(self.id_ends.dtype),
+            run_rows=renumbered[self.run_rows[rows]].astype(self.run_rows.dtype),
+            runs=[run for run, k in zip(self.runs, keep.tolist()) if k],
+            sketches=pick(self.sketches),
+            sketched=pick(self.sketched),
+            heads=pick(self.heads),
+            headed=pick(self.headed),
+        )
 
     def load_into(self, dd: Deduplicator) -> None:
         """Give a Deduplicator these rows; a VerifyingDeduplicator gets their sketches too.
@@ -784,6 +813,11 @@ class IndexSession:
 
 
 # ---------------------------------------------------------------- merge and inspect
+
+
+def run_key(run: dict[str, Any]) -> tuple[Any, ...]:
+    """What tells one run from another: its name, start, finish and rows added."""
+    return (run.get("name"), run.get("started"), run.get("finished"), run.get("added"))
 
 
 def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:

@@ -336,6 +336,40 @@ def test_index_merge_adds_each_shard_to_out(index: Path, tmp_path: Path) -> None
     assert snapshot(merged)[2] == ["monday"] * 6 + ["shard 0"] * 3 + ["shard 1"] * 3
 
 
+def test_a_retried_merge_adds_nothing_twice_and_a_grown_shard_adds_its_new_runs(
+    index: Path, tmp_path: Path
+) -> None:
+    shard = tmp_path / "shard.sdx"
+    run(
+        "filter", str(write_lines(tmp_path / "a.txt", texts(3, 20))), "--index", str(shard), "--run-name", "a"
+    )
+    run("index", "merge", str(index), str(shard))
+    again = run("index", "merge", str(index), str(shard))  # a retried step
+    assert again.exit_code == 0
+    assert f"{shard}: warning: run(s) 'a' are merged already; their rows are not added again" in again.stderr
+    assert snapshot(read_index(index))[2] == ["monday"] * 6 + ["a"] * 3
+    run(
+        "filter", str(write_lines(tmp_path / "b.txt", texts(2, 21))), "--index", str(shard), "--run-name", "b"
+    )
+    run("index", "merge", str(index), str(shard), "-q")  # the shard grew: only run b is new
+    merged = read_index(index)
+    assert snapshot(merged)[2] == ["monday"] * 6 + ["a"] * 3 + ["b"] * 2
+    stored_b = read_index(shard)
+    assert snapshot(merged)[1][-2:] == snapshot(stored_b)[1][-2:]  # the ids of run b's rows
+    assert np.array_equal(merged.fingerprints[-2:], stored_b.fingerprints[-2:])
+    assert np.array_equal(merged.sketches[-2:], stored_b.sketches[-2:])
+
+
+def test_merge_waits_for_a_run_that_holds_an_input(index: Path, tmp_path: Path) -> None:
+    shard = tmp_path / "shard.sdx"
+    run("filter", str(write_lines(tmp_path / "a.txt", texts(3, 20))), "--index", str(shard), "-q")
+    before = index.read_bytes()
+    with FileLock(lock_path(shard)):  # a run still writing the shard
+        held = CliRunner().invoke(main, ["index", "merge", str(index), str(shard)])
+    assert held.exit_code == 2 and f"{shard} is in use by another simdedup run" in held.output
+    assert index.read_bytes() == before
+
+
 def test_index_merge_refuses_other_settings_and_leaves_out_alone(index: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.sdx"
     run("filter", str(write_lines(tmp_path / "o.txt", texts(2, 5))), "--index", str(other), "--bits", "128")
