@@ -398,6 +398,12 @@ def fingerprint_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _named(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("an empty name (leave the option out for the start time)")
+    return value
+
+
 def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """How inputs are read, spelled the same in every command."""
     options = [
@@ -517,6 +523,7 @@ def index_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--run-name",
             metavar="NAME",
+            callback=_named,
             help="Name this run in --index, as duplicates of its documents will show it "
             "(default: its start time, UTC).",
         ),

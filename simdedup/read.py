@@ -424,7 +424,8 @@ def _parse_record(
     try:
         record = json.loads(text)
     except json.JSONDecodeError as e:
-        on_problem(Problem(where, "bad-json", f"not JSON: {e.msg} at column {e.colno}"))
+        at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at"
+        on_problem(Problem(where, "bad-json", f"not JSON: {e.msg}{at} column {e.colno}"))
         return None
     if not isinstance(record, dict):
         on_problem(Problem(where, "bad-record", f"a JSON {type(record).__name__}, not an object"))

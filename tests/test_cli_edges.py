@@ -525,3 +525,13 @@ def test_a_summary_that_cannot_be_written_stops_the_save_and_a_failed_run_keeps_
         record["index"]["saved"]
         == json.loads(run("index", "info", str(seen), "--json").stdout)["fingerprints"]
     )
+
+
+def test_a_json_error_reads_once_and_an_empty_run_name_is_refused(tmp_path: Path) -> None:
+    result = run("filter", "--jsonl", input='{"id": "a", "text": "hello world\n')
+    assert "-:1: error: not JSON: Unterminated string starting at column 21" in result.stderr
+    refused = CliRunner().invoke(
+        main, ["filter", "--index", str(tmp_path / "s.sdx"), "--run-name", ""], input="x\n"
+    )
+    assert refused.exit_code == 2 and "Invalid value for '--run-name': an empty name" in refused.output
+    assert not (tmp_path / "s.sdx").exists()

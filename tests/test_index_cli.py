@@ -631,3 +631,12 @@ def test_the_cron_example_dedups_each_night_against_the_ones_before(tmp_path: Pa
     assert len((crawl / "2024-11-22.unique.txt").read_text().splitlines()) == 2
     assert json.loads((crawl / "2024-11-22.summary.json").read_text())["index"]["saved"] == 8
     assert stat.S_ISREG((crawl / "index.sdx").stat().st_mode)
+    # The day run again keeps the first run's files and writes its own beside them.
+    before = (crawl / "2024-11-22.unique.txt").read_bytes()
+    result = subprocess.run(
+        ["sh", str(script), str(crawl), "2024-11-22"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0 and (crawl / "2024-11-22.unique.txt").read_bytes() == before
+    assert (crawl / "2024-11-22.2.unique.txt").read_text() == ""  # all seen by the first run
+    log = (crawl / "simdedup.log").read_text().splitlines()
+    assert re.fullmatch(r"\S+Z 2024-11-22.2 exit 0: 4 documents: 0 unique, 4 duplicates in .*", log[2])

@@ -14,21 +14,31 @@
 # CRAWL/index.sdx keeps the fingerprint of every page kept so far (simdedup --index), and
 # CRAWL/simdedup.log gets one line per night. The exit status is simdedup's.
 #
+# A day run again (by hand, or after a run that was stopped) keeps the first run's files
+# and writes its own as DAY.2.*, DAY.3.* (run name DAY.2, ...): the pages the first run
+# kept are in the index by then, so the new run reports them as its duplicates.
+#
 # crontab: see crontab beside this file.
 set -u
 crawl=${1:?usage: nightly.sh CRAWL [DAY]}
 day=${2:-$(date +%F)}
 simdedup=${SIMDEDUP:-simdedup}
-out=$crawl/$day
+name=$day
+n=1
+while [ -e "$crawl/$name.summary.json" ] || [ -e "$crawl/$name.stderr.txt" ]; do
+    n=$((n + 1))
+    name=$day.$n
+done
+out=$crawl/$name
 
 status=0
 # --wait: if last night's run is still going, wait up to an hour for it instead of failing.
-$simdedup scan "$out" --index "$crawl/index.sdx" --run-name "$day" --wait 3600 \
+$simdedup scan "$crawl/$day" --index "$crawl/index.sdx" --run-name "$name" --wait 3600 \
     --unique "$out.unique.txt" --duplicates "$out.duplicates.tsv" \
     --report "$out.report.jsonl" --summary-json "$out.summary.json" \
     >/dev/null 2>"$out.stderr.txt" || status=$?
 
 # The last line on stderr is the run's summary, or the error that stopped it.
-printf '%s %s exit %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$day" "$status" \
+printf '%s %s exit %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$status" \
     "$(tail -n 1 "$out.stderr.txt")" >>"$crawl/simdedup.log"
 exit "$status"
