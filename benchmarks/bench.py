@@ -39,6 +39,7 @@ Run:  make bench                                  (20,000 documents, ~1-2 minute
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import logging
 import os
@@ -472,10 +473,12 @@ def measure_all_pairs(
     own = [md5 for fp, md5 in zip(fps, md5_fps) if fp is not None]
     rand = random_fingerprints(len(real), seed)
     m = min(pypi_docs, len(real))
+    # near_pairs at K, not its default distance (the settings' default, 4, since 8dfd602)
+    at_k = functools.partial(near_pairs, bits=BITS, distance=K)
     jobs: dict[str, tuple[Sequence[int], Callable[[Sequence[int]], Pairs]]] = {
-        "real": (real, near_pairs),
-        "rand": (rand, near_pairs),
-        "prefix": (real[:m], near_pairs),
+        "real": (real, at_k),
+        "rand": (rand, at_k),
+        "prefix": (real[:m], at_k),
         "pypi": (real[:m], pypi_near_pairs),
         "pypi_own": (own[:m], pypi_near_pairs),
     }
