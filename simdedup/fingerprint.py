@@ -120,7 +120,8 @@ def column_sums(
     signed = hash_bits(hashes, bits).astype(np.float64)
     signed *= 2.0
     signed -= 1.0
-    if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in weights):
+    # checked by type, once a type: a check a weight cost a third more time (stop 20)
+    if not all(issubclass(t, numbers.Real) and not issubclass(t, bool) for t in set(map(type, weights))):
         bad = next(x for x in weights if isinstance(x, bool) or not isinstance(x, numbers.Real))
         raise ValueError(f"a weight is a number, not {bad!r}")
     w = np.asarray(weights, dtype=np.float64)

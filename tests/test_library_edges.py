@@ -87,6 +87,8 @@ def test_near_pairs_takes_fingerprint_texts_output_at_the_default_k() -> None:
         lambda: fingerprint_texts(["a b"], Settings(seed=7), FeatureHasher()),
         lambda: fingerprint_batch([{"a": float("nan")}]),
         lambda: fingerprint_batch([{"a": "1"}]),
+        lambda: fingerprint_batch([{"a": 1.0, "b": 2}, {"c": 0.5, "d": True}]),  # a bool among numbers
+        lambda: fingerprint_batch([{"a": 1.0}, {"b": None}]),
         lambda: Settings(distance=4.5),
         lambda: Settings(distance=True),
         lambda: Settings(fold="no"),
