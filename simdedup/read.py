@@ -19,6 +19,7 @@ import math
 import os
 import re
 import select
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -192,6 +193,11 @@ def read_documents(
             yield from _read_file(path, options, on_problem)
 
 
+#: What reading a file can raise for a problem of that file: a cut or damaged gzip
+#: stream is EOFError, BadGzipFile or zlib.error (a corrupt deflate block).
+_READ_ERRORS = (OSError, EOFError, gzip.BadGzipFile, zlib.error)
+
+
 def _open(path: str) -> IO[bytes]:
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
@@ -242,7 +248,7 @@ def _read_stream(
             if len(raw) > options.max_doc_size:
                 doc = _truncated(doc, where, options.max_doc_size, on_problem)
             yield doc
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
+    except _READ_ERRORS as e:
         where = f"{shown}:{lineno + 1}" if lineno else shown
         on_problem(Problem(where, "unreadable", f"cannot read further: {e}"))
         return
@@ -326,7 +332,7 @@ def _chunks(
                 yield Chunk(name, first, lines)
                 first += _newlines(lines)
                 wanted = size
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
+    except _READ_ERRORS as e:
         if lines := pending.whole_lines():
             yield Chunk(name, first, lines)
             first += _newlines(lines)
@@ -606,7 +612,7 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
     try:
         with _open(path) as f:
             data = _read_up_to(f, limit + 1)
-    except (OSError, EOFError) as e:
+    except _READ_ERRORS as e:
         on_problem(Problem(path, "unreadable", getattr(e, "strerror", None) or str(e)))
         return None
     if b"\0" in data[:_SNIFF]:

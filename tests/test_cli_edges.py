@@ -535,3 +535,31 @@ def test_a_json_error_reads_once_and_an_empty_run_name_is_refused(tmp_path: Path
     )
     assert refused.exit_code == 2 and "Invalid value for '--run-name': an empty name" in refused.output
     assert not (tmp_path / "s.sdx").exists()
+
+
+def _corrupt_gzip(path: Path) -> None:
+    """A gzip file whose deflate stream is damaged (zlib.error), not cut short."""
+    import gzip
+
+    data = bytearray(gzip.compress("".join(f"line {i}\n" for i in range(5000)).encode()))
+    for i in range(30, 60):
+        data[i] ^= 0x55
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_damaged_gzip_is_one_error_and_the_other_inputs_are_read(tmp_path: Path, jobs: str) -> None:
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    (crawl / "a.txt").write_text(f"{LINE}\n")
+    (crawl / "c.txt").write_text(f"{OTHER}\n")
+    _corrupt_gzip(crawl / "b.txt.gz")
+    named = tmp_path / "named.txt.gz"
+    _corrupt_gzip(named)
+    for args in (["scan", str(crawl)], ["filter", str(named)], ["fingerprint", str(named)]):
+        result = run(*args, "-j", jobs)
+        assert result.exit_code == 3, result.output
+        errors = [line for line in result.stderr.splitlines() if ": error: " in line]
+        assert len(errors) == 1 and "while decompressing data" in errors[0]
+    kept = run("scan", str(crawl), "-j", jobs, "--unique", "-").stdout.splitlines()
+    assert kept == [str(crawl / "a.txt"), str(crawl / "c.txt")]
