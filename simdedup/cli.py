@@ -404,6 +404,11 @@ def _named(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     return value
 
 
+#: An input path: one that cannot be read is the reader's error for that input (the
+#: others are read, exit 3), not a usage error that stops the run before it starts.
+_INPUT = click.Path(readable=False)
+
+
 def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """How inputs are read, spelled the same in every command."""
     options = [
@@ -1099,7 +1104,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=_INPUT)
 @input_options
 @fingerprint_options
 @click.option(
@@ -1172,7 +1177,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
 
 
 @main.command(name="filter")
-@click.argument("source", required=False, type=click.Path())
+@click.argument("source", required=False, type=_INPUT)
 @input_options
 @fingerprint_options
 @click.option("--duplicates", metavar="FILE", help="Also write one record per duplicate (JSONL, CSV, TSV).")
@@ -1231,7 +1236,7 @@ def filter_(source: str | None, **kw: Any) -> None:
     " accepts the same fingerprint options.",
     verbose="Also report the settings.",
 )
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=_INPUT)
 @input_options
 @fingerprint_options
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True)
@@ -1737,7 +1742,7 @@ QUERY_COLUMNS = ("id", "status", "fingerprint", "duplicate_of", "distance", "dup
 
 @index_group.command(name="query")
 @click.argument("path", type=click.Path())
-@click.argument("sources", nargs=-1, type=click.Path())
+@click.argument("sources", nargs=-1, type=_INPUT)
 @input_options
 @fingerprint_options
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl", "csv"]), default="tsv", show_default=True)

@@ -563,3 +563,20 @@ def test_a_damaged_gzip_is_one_error_and_the_other_inputs_are_read(tmp_path: Pat
         assert len(errors) == 1 and "while decompressing data" in errors[0]
     kept = run("scan", str(crawl), "-j", jobs, "--unique", "-").stdout.splitlines()
     assert kept == [str(crawl / "a.txt"), str(crawl / "c.txt")]
+
+
+def test_an_unreadable_input_is_left_to_the_reader_not_refused_as_usage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # click's Path(readable=True) stopped the run (exit 2) before reading the other
+    # inputs; the reader reports an unreadable input and reads on (exit 3). Root reads
+    # any file, so click's check (os.access) is what is made to fail here.
+    ok, secret = tmp_path / "ok.txt", tmp_path / "secret.txt"
+    ok.write_text(f"{LINE}\n")
+    secret.write_text(f"{OTHER}\n")
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode, **kw: os.fspath(p) != str(secret) and real_access(p, mode)
+    )
+    for args in (["scan", str(ok), str(secret)], ["filter", str(secret)], ["fingerprint", str(secret)]):
+        assert run(*args, "-q").exit_code == 0
