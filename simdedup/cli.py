@@ -635,9 +635,14 @@ class Outputs(contextlib.ExitStack):
         if path == "-":
             return _binary(sys.stdout)
         target = os.path.realpath(path)
-        # a device or a pipe (/dev/stderr, /dev/full) is written as it is: a file renamed
-        # over it would take its place
+        # A device or a pipe (/dev/stderr, /dev/full) is written as it is: a file renamed
+        # over it would take its place. So is a file whose temporary one an input
+        # directory would read as a document (--exclude left out the file, not it).
         replace = replace and (not os.path.exists(target) or os.path.isfile(target))
+        temporary = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.XXXXXXXX.tmp")
+        replace = replace and not any(
+            os.path.isdir(s) and walk_reads(s, temporary, self.options) for s in self.sources
+        )
         try:
             if replace:
                 fd, written = tempfile.mkstemp(

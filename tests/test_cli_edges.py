@@ -580,3 +580,19 @@ def test_an_unreadable_input_is_left_to_the_reader_not_refused_as_usage(
     )
     for args in (["scan", str(ok), str(secret)], ["filter", str(secret)], ["fingerprint", str(secret)]):
         assert run(*args, "-q").exit_code == 0
+
+
+def test_a_summary_left_out_of_the_walk_by_exclude_leaves_no_temporary_document(tmp_path: Path) -> None:
+    # --summary-json goes to a temporary file renamed over it at the end: one that the
+    # walk would read (its name is not the one excluded) was read as an empty document.
+    day = tmp_path / "day"
+    day.mkdir()
+    (day / "a.txt").write_text(f"{LINE}\n")
+    (day / "b.txt").write_text(f"{OTHER}\n")
+    summary = day / "summary.json"
+    result = run(
+        "scan", str(day), "--summary-json", str(summary), "--exclude", "summary.json", "--unique", "-"
+    )
+    assert result.exit_code == 0 and result.stdout.splitlines() == [str(day / "a.txt"), str(day / "b.txt")]
+    assert json.loads(summary.read_text())["documents"] == 2
+    assert sorted(p.name for p in day.iterdir()) == ["a.txt", "b.txt", "summary.json"]
