@@ -142,6 +142,10 @@ def _fewer_collections() -> None:
 
 class SimdedupGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
+        if sys.stdin is None:  # closed (<&-): an input of nothing, for a run that asks for '-'
+            sys.stdin = open(os.devnull)  # noqa: SIM115 (for the process's life)
+        if sys.stdout is None:  # closed (>&-): results have nowhere to go
+            raise CliError("stdout is closed: send it to a file, or to /dev/null to drop the results")
         _keep_freed_memory()
         _fewer_collections()
         try:

@@ -596,3 +596,26 @@ def test_a_summary_left_out_of_the_walk_by_exclude_leaves_no_temporary_document(
     assert result.exit_code == 0 and result.stdout.splitlines() == [str(day / "a.txt"), str(day / "b.txt")]
     assert json.loads(summary.read_text())["documents"] == 2
     assert sorted(p.name for p in day.iterdir()) == ["a.txt", "b.txt", "summary.json"]
+
+
+@linux_only
+def test_a_closed_stdin_is_empty_and_a_closed_stdout_is_one_error(tmp_path: Path) -> None:
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "a.txt").write_text(f"{LINE}\n")
+    command = [sys.executable, "-m", "simdedup", "scan", "-q", str(folder)]
+    closed_in = subprocess.run(
+        command, stdin=subprocess.DEVNULL, capture_output=True, timeout=120, check=False
+    )
+    no_stdin = subprocess.run(
+        ["sh", "-c", '"$@" <&-', "sh", *command], capture_output=True, timeout=120, check=False
+    )
+    assert (
+        no_stdin.returncode == 0
+        and no_stdin.stdout == closed_in.stdout
+        and b"Traceback" not in no_stdin.stderr
+    )
+    no_stdout = subprocess.run(
+        ["sh", "-c", '"$@" >&-', "sh", *command], capture_output=True, timeout=120, check=False
+    )
+    assert no_stdout.returncode == 2 and no_stdout.stderr.decode().startswith("Error: stdout is closed")
