@@ -23,7 +23,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
@@ -179,14 +179,16 @@ def read_documents(
     on_problem: OnProblem,
     stdin: IO[bytes] | Lines | None = None,
 ) -> Iterator[Document]:
-    """Every document of every path, in order: directories walked, files by line, "-" = stdin."""
+    """Every document of every path, in order: directories walked, files by line, "-" = stdin.
+    A directory given twice (or inside another given) is read once."""
+    seen: set[tuple[int, int]] = set()  # the directories read
     for path in paths:
         if path == STDIN:
             if stdin is None:
                 raise ValueError("'-' needs a stdin stream")
             yield from _read_stream(stdin, STDIN, options, on_problem)
         elif os.path.isdir(path):
-            yield from _read_tree(path, options, on_problem)
+            yield from _read_tree(path, options, on_problem, seen)
         elif not os.path.lexists(path):
             on_problem(Problem(path, "missing", "no such file or directory"))
         else:
@@ -493,9 +495,11 @@ def _features(value: object) -> dict[str, float] | str:
     return features
 
 
-def _read_tree(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[Document]:
+def _read_tree(
+    top: str, options: ReadOptions, on_problem: OnProblem, seen: set[tuple[int, int]] | None = None
+) -> Iterator[Document]:
     """Each regular file below `top` is one document, in sorted path order."""
-    for path in _walk(top, options, on_problem):
+    for path in _walk(top, options, on_problem, seen):
         doc = _read_member(path, options, on_problem)
         if doc is not None:
             yield doc
@@ -518,12 +522,19 @@ def _excluded(rel: str, name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def _walk(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[str]:
-    seen: set[tuple[int, int]] = set()
+def _walk(
+    top: str, options: ReadOptions, on_problem: OnProblem, seen: set[tuple[int, int]] | None = None
+) -> Iterator[str]:
+    """The files below `top`, in name order, depth first. `seen`: the directories read
+    so far in this run (a folder given twice, or reached again through a link, is read
+    once). Directories are visited from a stack of listings, not by recursion: a tree
+    1,000 levels deep overflowed Python's."""
+    seen = set() if seen is None else seen
 
-    def visit(directory: str, rel_prefix: str, ancestors: frozenset[tuple[int, int]]) -> Iterator[str]:
-        """Yield the files below `directory`, whose path relative to `top` is
-        rel_prefix (empty for top itself, else ending in a separator)."""
+    def visit(directory: str, rel_prefix: str, ancestors: frozenset[tuple[int, int]]) -> Iterator[Any]:
+        """The files in `directory` (whose path relative to `top` is rel_prefix: empty
+        for top itself, else ending in a separator) as paths, and each folder in it as
+        the (directory, rel_prefix, ancestors) to visit next, in name order."""
         try:
             st = os.stat(directory)
             entries, errors = _listing(directory)
@@ -535,7 +546,9 @@ def _walk(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[str
             on_problem(Problem(directory, "symlink-loop", "symbolic link loop; not followed"))
             return
         if key in seen:
-            on_problem(Problem(directory, "revisited", "already read through another link; skipped"))
+            on_problem(
+                Problem(directory, "revisited", "already read (given twice, or through a link); skipped")
+            )
             return
         seen.add(key)
         ancestors = ancestors | {key}
@@ -548,7 +561,7 @@ def _walk(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[str
             if kind == _ERROR:
                 on_problem(Problem(path, "unreadable", errors[name]))
             elif kind == _DIRECTORY:
-                yield from visit(path, rel + os.sep, ancestors)
+                yield (path, rel + os.sep, ancestors)
             elif options.glob and not _excluded(rel, name, options.glob):
                 continue
             elif kind == _FILE:
@@ -558,7 +571,15 @@ def _walk(top: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[str
             else:
                 on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
 
-    yield from visit(top, "", frozenset())
+    stack = [visit(top, "", frozenset())]
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+        elif isinstance(item, tuple):
+            stack.append(visit(*item))
+        else:
+            yield item
 
 
 #: A directory entry's kind, found while the directory is listed (from the type the file
@@ -582,8 +603,8 @@ def _listing(directory: str) -> tuple[list[str], dict[str, str]]:
                     kind = _DIRECTORY
                 elif entry.is_file():
                     kind = _FILE
-                else:
-                    kind = _BROKEN_LINK if entry.is_symlink() else _OTHER
+                else:  # a link to a pipe or a device is not broken
+                    kind = _BROKEN_LINK if entry.is_symlink() and not os.path.exists(entry.path) else _OTHER
             except OSError as e:
                 kind = _ERROR
                 loop = e.errno == errno.ELOOP  # links that point at each other

@@ -619,3 +619,41 @@ def test_a_closed_stdin_is_empty_and_a_closed_stdout_is_one_error(tmp_path: Path
         ["sh", "-c", '"$@" >&-', "sh", *command], capture_output=True, timeout=120, check=False
     )
     assert no_stdout.returncode == 2 and no_stdout.stderr.decode().startswith("Error: stdout is closed")
+
+
+def test_a_tree_deeper_than_pythons_recursion_is_walked(tmp_path: Path) -> None:
+    folder = tmp_path / "deep"
+    deepest = str(folder)
+    os.mkdir(deepest)
+    for _ in range(sys.getrecursionlimit() + 50):  # os.makedirs itself recurses
+        deepest = os.path.join(deepest, "d")
+        os.mkdir(deepest)
+    leaf = Path(deepest) / "leaf.txt"
+    leaf.write_text(f"{LINE}\n")
+    result = run("scan", str(folder), "--unique", "-")
+    assert result.exit_code == 0 and result.stdout == f"{leaf}\n"
+
+
+def test_a_folder_given_twice_or_inside_another_given_is_read_once(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "en").mkdir(parents=True)
+    (corpus / "en" / "a.txt").write_text(f"{LINE}\n")
+    (corpus / "b.txt").write_text(f"{OTHER}\n")
+    for paths in ([corpus, corpus], [corpus, tmp_path / "corpus" / "." / "en"], [corpus / "en", corpus]):
+        result = run("scan", *map(str, paths), "--report", "-")
+        records = [json.loads(line) for line in result.stdout.splitlines()]
+        assert len(records) == 2 and {r["status"] for r in records} == {"unique"}
+        assert ": warning: already read (given twice, or through a link); skipped" in result.stderr
+
+
+@linux_only
+def test_a_link_to_a_pipe_or_a_device_is_not_a_broken_link(tmp_path: Path) -> None:
+    folder = tmp_path / "lk"
+    folder.mkdir()
+    (folder / "doc.txt").write_text(f"{LINE}\n")
+    os.mkfifo(folder / "pipe")
+    (folder / "pipe_link").symlink_to("pipe")
+    (folder / "null_link").symlink_to("/dev/null")
+    result = run("scan", str(folder))
+    assert result.exit_code == 0 and "broken" not in result.stderr
+    assert result.stderr.count("not a regular file; skipped") == 3
