@@ -62,6 +62,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "revisited": ("warning", True),
     "not-a-file": ("warning", True),
     "no-id": ("warning", False),
+    "jsonl-member": ("warning", False),
 }
 
 
@@ -182,13 +183,18 @@ def read_documents(
     """Every document of every path, in order: directories walked, files by line, "-" = stdin.
     A directory given twice (or inside another given) is read once."""
     seen: set[tuple[int, int]] = set()  # the directories read
+    said = False  # that a directory's JSONL files are documents, not records: once a run
     for path in paths:
         if path == STDIN:
             if stdin is None:
                 raise ValueError("'-' needs a stdin stream")
             yield from _read_stream(stdin, STDIN, options, on_problem)
         elif os.path.isdir(path):
-            yield from _read_tree(path, options, on_problem, seen)
+            for doc in _read_tree(path, options, on_problem, seen):
+                if not said and (options.jsonl or doc.id.endswith((".jsonl", ".jsonl.gz"))):
+                    said = True
+                    on_problem(_jsonl_member(doc.id))
+                yield doc
         elif not os.path.lexists(path):
             on_problem(Problem(path, "missing", "no such file or directory"))
         else:
@@ -256,6 +262,13 @@ def _read_stream(
         return
     if lineno == 0 and name != STDIN:  # an empty pipe is a quiet day, not a broken file
         on_problem(_empty(name))
+
+
+def _jsonl_member(where: str) -> Problem:
+    message = (
+        "a file in a directory is one document, not JSONL records: give JSONL files by name to read them"
+    )
+    return Problem(where, "jsonl-member", message)
 
 
 def _unnamed(where: str, field: str) -> Problem:

@@ -3,6 +3,7 @@ UTF-8, a full disk, SIGTERM, outputs that clash, line ends, odd ids and weights.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -623,15 +624,21 @@ def test_a_closed_stdin_is_empty_and_a_closed_stdout_is_one_error(tmp_path: Path
 
 def test_a_tree_deeper_than_pythons_recursion_is_walked(tmp_path: Path) -> None:
     folder = tmp_path / "deep"
-    deepest = str(folder)
-    os.mkdir(deepest)
+    made = [str(folder)]
     for _ in range(sys.getrecursionlimit() + 50):  # os.makedirs itself recurses
-        deepest = os.path.join(deepest, "d")
-        os.mkdir(deepest)
-    leaf = Path(deepest) / "leaf.txt"
-    leaf.write_text(f"{LINE}\n")
-    result = run("scan", str(folder), "--unique", "-")
-    assert result.exit_code == 0 and result.stdout == f"{leaf}\n"
+        made.append(os.path.join(made[-1], "d"))
+    leaf = Path(made[-1]) / "leaf.txt"
+    try:
+        for directory in made:
+            os.mkdir(directory)
+        leaf.write_text(f"{LINE}\n")
+        result = run("scan", str(folder), "--unique", "-")
+        assert result.exit_code == 0 and result.stdout == f"{leaf}\n"
+    finally:  # by hand: shutil.rmtree, as pytest cleans up, recurses too
+        leaf.unlink(missing_ok=True)
+        for directory in reversed(made):
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(directory)
 
 
 def test_a_folder_given_twice_or_inside_another_given_is_read_once(tmp_path: Path) -> None:
@@ -657,3 +664,19 @@ def test_a_link_to_a_pipe_or_a_device_is_not_a_broken_link(tmp_path: Path) -> No
     result = run("scan", str(folder))
     assert result.exit_code == 0 and "broken" not in result.stderr
     assert result.stderr.count("not a regular file; skipped") == 3
+
+
+@pytest.mark.parametrize("jsonl", [[], ["--jsonl"]])
+def test_jsonl_files_in_a_directory_are_warned_about_once(tmp_path: Path, jsonl: list[str]) -> None:
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    record = json.dumps({"id": "a", "text": LINE})
+    (shards / "p1.jsonl").write_text(f"{record}\n{record}\n")
+    (shards / "p2.jsonl").write_text(json.dumps({"id": "c", "text": OTHER}) + "\n")
+    result = run("scan", str(shards), "--unique", "-", *jsonl)
+    assert result.stdout.splitlines() == [str(shards / "p1.jsonl"), str(shards / "p2.jsonl")]
+    assert result.stderr.count("warning") == 1
+    assert "p1.jsonl: warning: a file in a directory is one document, not JSONL records" in result.stderr
+    (shards / "p1.jsonl").rename(shards / "p1.txt")
+    (shards / "p2.jsonl").rename(shards / "p2.txt")
+    assert ("warning" in run("scan", str(shards), *jsonl).stderr) == bool(jsonl)
