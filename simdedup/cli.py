@@ -6,7 +6,6 @@ stderr; core exceptions become exit codes (see status.ExitStatus).
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import ctypes
 import functools
@@ -55,6 +54,7 @@ from .read import (
     read_chunks,
     read_documents,
     walk_reads,
+    whole_text,
 )
 from .report import (
     GROUP_COLUMNS,
@@ -1359,11 +1359,9 @@ def _read_whole(path: str) -> Document:
                 data = f.read()
         except OSError as e:
             raise CliError(f"{path}: {e.strerror or e}") from e
-    # As scan reads a file: without a byte-order mark, fingerprinted on its first
-    # --max-doc-size bytes (16 MiB).
-    truncated = len(data) > MAX_DOC_SIZE
-    data = data[:MAX_DOC_SIZE].removeprefix(codecs.BOM_UTF8)
-    text = codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=not truncated)
+    # As scan reads a directory's file: fingerprinted on its first --max-doc-size bytes
+    # (16 MiB), UTF-16 after its byte-order mark, else UTF-8 without one.
+    text = whole_text(data[:MAX_DOC_SIZE], len(data) <= MAX_DOC_SIZE, path, lambda problem: None)
     return Document(printable(path), text, os.fsencode(path))
 
 

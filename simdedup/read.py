@@ -63,6 +63,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "not-a-file": ("warning", True),
     "no-id": ("warning", False),
     "jsonl-member": ("warning", False),
+    "utf16": ("error", True),
 }
 
 
@@ -235,6 +236,9 @@ def _read_stream(
             # raw: the line as it came, a CR before its newline included (--unique and
             # filter write it back so); the text leaves the CR out.
             raw = line.rstrip(b"\n")
+            if lineno == 1 and raw.startswith(_UTF16_BOMS):
+                on_problem(_utf16(shown))
+                return
             if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8) :]
             body = raw.rstrip(b"\r") if raw.endswith(b"\r") else raw
@@ -340,6 +344,9 @@ def _chunks(
     pending = _Pending()
     try:
         for data in blocks:
+            if first == 1 and not pending and data.startswith(_UTF16_BOMS):
+                yield _utf16(name)
+                return
             pending.add(data)
             # A chunk once `size` bytes are in, or when the writer goes quiet.
             due = len(pending) >= wanted or (waiting is not None and waiting())
@@ -414,12 +421,25 @@ def read_chunk(chunk: Chunk, options: ReadOptions, on_problem: OnProblem) -> Ite
     return _read_stream(lines, chunk.name, options, on_problem, chunk.first)
 
 
-def _replaced(raw: bytes, error: UnicodeDecodeError, where: str, on_problem: OnProblem) -> str:
-    """A line that is not UTF-8, reported and decoded with replacement characters."""
-    on_problem(
-        Problem(where, "invalid-utf8", f"invalid UTF-8 at byte {error.start + 1}, decoded with replacement")
-    )
-    return raw.decode("utf-8", "replace")
+def _replaced(
+    raw: bytes, error: UnicodeDecodeError, where: str, on_problem: OnProblem, encoding: str = "utf-8"
+) -> str:
+    """A line that is not UTF-8 (or a file not UTF-16), reported and decoded with
+    replacement characters."""
+    name = encoding.upper()
+    message = f"invalid {name} at byte {error.start + 1}, decoded with replacement"
+    on_problem(Problem(where, "invalid-utf8", message))
+    return raw.decode(encoding, "replace")
+
+
+#: Byte-order marks of UTF-16 text, which a file read line by line cannot be (its
+#: newlines are two bytes): such a file is refused, not read as lines of garbage.
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def _utf16(name: str) -> Problem:
+    message = "UTF-16 text is not read line by line: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"
+    return Problem(name, "utf16", message)
 
 
 def _truncated(doc: Document, where: str, limit: int, on_problem: OnProblem) -> Document:
@@ -649,22 +669,30 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
     except _READ_ERRORS as e:
         on_problem(Problem(path, "unreadable", getattr(e, "strerror", None) or str(e)))
         return None
-    if b"\0" in data[:_SNIFF]:
+    utf16 = data.startswith(_UTF16_BOMS)  # a whole file is one document: read as UTF-16
+    if not utf16 and b"\0" in data[:_SNIFF]:
         on_problem(Problem(path, "binary", "binary file; skipped"))
         return None
     raw = os.fsencode(path)
     truncated = len(data) > limit
-    data = data[:limit]
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
-    try:
-        # An incremental decoder lets a cut-off multi-byte character at the limit go quietly.
-        text = codecs.getincrementaldecoder("utf-8")().decode(data, final=not truncated)
-    except UnicodeDecodeError as e:
-        text = _replaced(data, e, path, on_problem)
+    text = whole_text(data[:limit], not truncated, path, on_problem)
     if truncated:
         on_problem(Problem(path, "too-large", f"file is over {_size(limit)}; fingerprinted its first part"))
     return Document(printable(path), text, raw)
+
+
+def whole_text(data: bytes, final: bool, where: str, on_problem: OnProblem) -> str:
+    """A whole file's text, as a directory's file is read: UTF-16 after a UTF-16
+    byte-order mark, else UTF-8 without its mark; bytes that are not text are replaced
+    and reported. `final`: data is the whole file (else a cut-off character at its end
+    goes quietly)."""
+    encoding = "utf-16" if data.startswith(_UTF16_BOMS) else "utf-8"
+    if encoding == "utf-8":
+        data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return codecs.getincrementaldecoder(encoding)().decode(data, final=final)
+    except UnicodeDecodeError as e:
+        return _replaced(data, e, where, on_problem, encoding)
 
 
 def printable(name: str) -> str:

@@ -680,3 +680,22 @@ def test_jsonl_files_in_a_directory_are_warned_about_once(tmp_path: Path, jsonl:
     (shards / "p1.jsonl").rename(shards / "p1.txt")
     (shards / "p2.jsonl").rename(shards / "p2.txt")
     assert ("warning" in run("scan", str(shards), *jsonl).stderr) == bool(jsonl)
+
+
+def test_utf16_is_read_as_a_directory_member_and_refused_line_by_line(tmp_path: Path) -> None:
+    folder = tmp_path / "u16"
+    folder.mkdir()
+    (folder / "a.txt").write_text(f"{LINE}\n")
+    (folder / "b.txt").write_bytes(f"{LINE}\n".encode("utf-16"))  # a copy of a.txt, with a BOM
+    (folder / "c.txt").write_bytes(f"{OTHER}\n".encode("utf-16"))
+    result = run("scan", str(folder), "--report", "-")
+    assert result.exit_code == 0 and "binary" not in result.stderr
+    statuses = {Path(r["id"]).name: r["status"] for r in map(json.loads, result.stdout.splitlines())}
+    assert statuses == {"a.txt": "unique", "b.txt": "duplicate", "c.txt": "unique"}
+    assert run("compare", str(folder / "a.txt"), str(folder / "b.txt")).exit_code == 0  # as scan reads it
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(f"{LINE}\n{OTHER}\n".encode("utf-16"))
+    for jobs in ("1", "2"):
+        refused = run("filter", str(lines), "-j", jobs)
+        assert refused.exit_code == 3 and refused.stdout == ""
+        assert f"{lines}: error: UTF-16 text is not read line by line" in refused.stderr
