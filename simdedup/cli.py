@@ -283,13 +283,13 @@ class Messages:
 
     def problem(self, p: Problem) -> None:
         if p.severity == "error":
-            self._say(f"{printable(p.where)}: {click.style('error', fg='red', bold=True)}: {p.message}")
+            self._say(f"{_one_line(p.where)}: {click.style('error', fg='red', bold=True)}: {p.message}")
         else:
             self.warn(p.where, p.message)
 
     def warn(self, where: str, message: str) -> None:
         if not self.quiet:
-            self._say(f"{printable(where)}: {click.style('warning', fg='yellow')}: {message}")
+            self._say(f"{_one_line(where)}: {click.style('warning', fg='yellow')}: {message}")
 
     def info(self, text: str) -> None:
         if not self.quiet:
@@ -298,6 +298,11 @@ class Messages:
     def detail(self, text: str) -> None:
         if self.verbose and not self.quiet:
             self._say(text)
+
+
+def _one_line(where: str) -> str:
+    """A place named on stderr, on one line: a file name's newline or CR is escaped."""
+    return printable(where).replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _progress(items: Iterator[Decision], messages: Messages) -> Iterator[Decision]:

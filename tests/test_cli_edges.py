@@ -699,3 +699,15 @@ def test_utf16_is_read_as_a_directory_member_and_refused_line_by_line(tmp_path: 
         refused = run("filter", str(lines), "-j", jobs)
         assert refused.exit_code == 3 and refused.stdout == ""
         assert f"{lines}: error: UTF-16 text is not read line by line" in refused.stderr
+
+
+@linux_only
+def test_a_file_name_with_a_newline_is_named_on_one_line_on_stderr(tmp_path: Path) -> None:
+    folder = tmp_path / "names"
+    folder.mkdir()
+    (folder / "bad\nname.txt").write_bytes(b"\xe9t\xe9 words\n")
+    result = run("scan", str(folder), "-q")
+    assert (
+        result.stderr
+        == f"{folder}/bad\\nname.txt: error: invalid UTF-8 at byte 1, decoded with replacement\n"
+    )
