@@ -1072,6 +1072,12 @@ def _finish(
         session.save(dd)
     if interrupted:
         messages.info("interrupted: the outputs hold every document decided so far")
+    if session is not None and session.dropped_sketches:
+        messages.info(
+            f"index {session.path}: {session.dropped_sketches:,} stored verification sketches were made "
+            "by an older simdedup (other shingles) and are not used: those rows match on their "
+            "fingerprints alone, as --no-verify would"
+        )
     if session is not None and session.dropped_heads:
         messages.info(
             f"index {session.path}: {session.dropped_heads:,} stored head fingerprints were made "
@@ -1643,6 +1649,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         "format_version": header["format_version"],
         "written_by": header.get("written_by"),
         "sketched": 0 if stored.sketched is None else int(stored.sketched.sum()),
+        "sketches_not_read": stored.dropped_sketches,
         "sketch": stored.sketch,
         "headed": 0 if stored.headed is None else int(stored.headed.sum()),
         "runs": stored.runs,
@@ -1670,6 +1677,11 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         f"{header['format_version']}, written by {header.get('written_by')}",
         f"verification sketches: {info['sketched']:,} of {len(stored):,} rows"
         + (f" ({stored.sketch})" if stored.sketch else "")
+        + (
+            f"; {stored.dropped_sketches:,} of an older kind not read ({stored.dropped_sketch})"
+            if stored.dropped_sketches
+            else ""
+        )
         + f"; head fingerprints: {info['headed']:,}",
         f"created: {stored.created}",
         f"updated: {stored.updated}",

@@ -1,10 +1,11 @@
 """Fixed-size sketches of documents' verification shingles, and Jaccard estimates from them.
 
-The shingles are word 3-shingles (character 3-grams of the word characters for text with
-Chinese) after features.normalize(). A sketch is SKETCH_BYTES (256) bytes whatever the
-text's length: one-permutation hashing, 1,024 bins of 2 bits, picked on
-benchmarks/quality.py against exact Jaccard: with head candidates (verify.py), pair F1
-0.013 and 0.003 below exact Jaccard's, where 512 bins (128 bytes) lost 0.022 and 0.008.
+The shingles are word 3-shingles (character 3-grams of the word characters for Chinese
+text: Han characters a fifth of its word characters or more) after features.normalize().
+A sketch is SKETCH_BYTES (256) bytes whatever the text's length: one-permutation
+hashing, 1,024 bins of 2 bits, picked on benchmarks/quality.py against exact Jaccard:
+with head candidates (verify.py), pair F1 0.013 and 0.003 below exact Jaccard's, where
+512 bins (128 bytes) lost 0.022 and 0.008.
 Pure functions over batches: a document's sketch never depends on the batch it is in.
 fingerprints_and_sketches() makes a batch's fingerprints and sketches in one pass over
 its texts. Never prints, never reads files.
@@ -20,6 +21,7 @@ import numpy as np
 
 from .features import (
     Features,
+    han_shares,
     has_chinese,
     normalize_many,
     normalized_many,
@@ -39,6 +41,10 @@ from .settings import Settings
 
 #: Shingle length for verification: words for most text, characters for Chinese.
 SHINGLE = 3
+#: A text is shingled as Chinese (by characters) when Han characters are at least this
+#: share of its word characters. Any Han character did it before: an English page with
+#: a Chinese credit line then shared no shingle with itself (Jaccard 0, a silent miss).
+CHINESE_SHARE = 0.2
 #: One-permutation hashing: bins per sketch, and the bits kept of each bin's minimum.
 BINS = 1024
 BITS = 2
@@ -46,7 +52,7 @@ BITS = 2
 SKETCH_BYTES = BINS * BITS // 8
 #: Names the shingles and their hashes: change it when either changes, so stored
 #: sketches of another kind are not compared with new ones.
-SHINGLES_SPEC = "words3-han3-xxh3-fmix64"
+SHINGLES_SPEC = "words3-han3-share20-xxh3-fmix64"
 
 _WORD_HASHES = FeatureHasher(64)  # non-ASCII words repeat (Zipf): their hashes are cached
 # Odd multipliers that mix three word hashes into one shingle hash (wrapping uint64).
@@ -87,8 +93,11 @@ def _units(norm: Sequence[str], known: Sequence[WordRuns] = ()) -> tuple[np.ndar
         hashes, counts[ascii_rows] = ascii_word_hashes([norm[i] for i in ascii_rows])
         parts.append((ascii_rows, hashes))
     other = [i for i in rest if not norm[i].isascii()]
-    chinese_rows = [i for i in other if has_chinese(norm[i])]
-    chinese[chinese_rows] = True
+    candidates = [i for i in other if has_chinese(norm[i])]
+    if candidates:  # Chinese: Han characters are at least CHINESE_SHARE of the word characters
+        shares = han_shares([norm[i] for i in candidates])
+        chinese[[i for i, share in zip(candidates, shares.tolist()) if share >= CHINESE_SHARE]] = True
+    chinese_rows = np.flatnonzero(chinese).tolist()
     words_rows = [i for i in other if not chinese[i]]
     if words_rows:
         hashes, counts[words_rows] = word_hashes([norm[i] for i in words_rows], _WORD_HASHES)

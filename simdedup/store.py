@@ -245,6 +245,9 @@ class StoredIndex:
     headed: np.ndarray | None = None
     #: Rows whose stored heads were of another kind (settings.HEAD_SPEC) and not read.
     dropped_heads: int = 0
+    #: Rows whose stored sketches were of another kind (dropped_sketch) and not read.
+    dropped_sketches: int = 0
+    dropped_sketch: str | None = None
 
     def __len__(self) -> int:
         return len(self.fingerprints)
@@ -602,14 +605,22 @@ def read_index(path: str | os.PathLike[str]) -> StoredIndex:
             created=str(header["created"]),
             updated=str(header["updated"]),
         )
-        if header.get("sketch") is not None:
+        # Sketches of another kind (shingles defined otherwise, as before units kept the
+        # words of mixed text) would not compare with this version's: their rows are read
+        # as rows without a sketch, matched on the fingerprint alone.
+        if header.get("sketch") == SKETCH_SPEC:
             index.sketches, index.sketched = arrays["sketches"], arrays["sketched"]
-            index.sketch = str(header["sketch"])
+            index.sketch = SKETCH_SPEC
+        elif header.get("sketch") is not None:
+            index.dropped_sketches = int(np.count_nonzero(arrays["sketched"]))
+            index.dropped_sketch = str(header["sketch"])
         # Heads of another kind (the first 32 tokens, before the anchored window) would
         # not match this version's: their rows are read as rows without a head.
-        if header.get("heads") == HEAD_SPEC:
+        # (A head candidate is a duplicate only once its sketch verifies: with the
+        # sketches, the heads go too.)
+        if header.get("heads") == HEAD_SPEC and not index.dropped_sketches:
             index.heads, index.headed = arrays["heads"].astype(np.uint64, copy=False), arrays["headed"]
-        elif header.get("heads"):
+        elif header.get("heads") and not index.dropped_sketches:
             index.dropped_heads = int(np.count_nonzero(arrays["headed"]))
         index._check()
     except (ValueError, KeyError, TypeError) as e:
@@ -705,8 +716,10 @@ class IndexSession:
         self.run_name = run_name or self.started
         self.loaded = 0
         self.saved = 0
-        #: Stored rows whose heads were of an older kind, not read (StoredIndex.dropped_heads).
+        #: Stored rows whose heads or sketches were of an older kind, not read
+        #: (StoredIndex.dropped_heads, dropped_sketches).
         self.dropped_heads = 0
+        self.dropped_sketches = 0
         self._stored: StoredIndex | None = None
         self._run_rows = np.empty(0, np.uint32)
         self._runs: list[dict[str, Any]] = []
@@ -736,6 +749,7 @@ class IndexSession:
                 self._run_rows, self._runs, self._created = stored.run_rows, stored.runs, stored.created
                 self.loaded = len(stored)
                 self.dropped_heads = stored.dropped_heads
+                self.dropped_sketches = stored.dropped_sketches
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise

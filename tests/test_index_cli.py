@@ -102,6 +102,25 @@ def test_scan_checks_documents_against_earlier_runs_and_names_the_run(
     assert snapshot(read_index(index))[2] == ["monday"] * 6 + ["tuesday"] * 2
 
 
+def test_sketches_of_an_older_kind_are_named_and_not_used(
+    tmp_path: Path, day1: Path, day2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simdedup.store as store
+
+    path = tmp_path / "old.sdx"
+    with monkeypatch.context() as m:  # an index written before shingles kept mixed text's words
+        m.setattr(store, "SKETCH_SPEC", "words3-han3-xxh3-fmix64/oph-1024x2-min16")
+        assert run("scan", str(day1), "--index", str(path)).exit_code == 0
+    info = run("index", "info", str(path)).stdout
+    assert "verification sketches: 0 of 6 rows; 6 of an older kind not read (words3-han3-" in info
+    result = run("scan", str(day2), "--index", str(path))
+    assert result.exit_code == 0, result.output
+    assert f"index {path}: 6 stored verification sketches were made by an older simdedup" in result.stderr
+    stored = read_index(path)  # saved with this simdedup's sketches: the new rows' only
+    assert stored.sketched is not None and stored.sketched.tolist() == [0] * 6 + [1] * (len(stored) - 6)
+    assert "older simdedup" not in run("scan", str(day2), "--index", str(path)).stderr
+
+
 def test_heads_of_an_older_kind_are_named_and_not_used(
     tmp_path: Path, day1: Path, day2: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -94,7 +94,14 @@ def reference_shingle_hashes(text: str) -> list[int]:
         return h ^ h >> 33
 
     text = normalize(text)
-    chinese = has_chinese(text)
+    # Chinese: Han characters are a fifth or more of the word characters
+    characters = "".join(words(text))
+    han = sum(
+        1
+        for ch in characters
+        if 0x3400 <= ord(ch) <= 0x4DBF or 0x4E00 <= ord(ch) <= 0x9FFF or 0xF900 <= ord(ch) <= 0xFAFF
+    )
+    chinese = has_chinese(text) and han >= 0.2 * len(characters)
     if chinese:
         units = [ord(ch) for ch in "".join(words(text))]
     else:
