@@ -443,14 +443,25 @@ def _utf16(name: str) -> Problem:
 
 
 def _truncated(doc: Document, where: str, limit: int, on_problem: OnProblem) -> Document:
+    """A document whose input line is over `limit` bytes, cut to the text of its first
+    `limit` bytes of UTF-8 (as a directory's file is), if its text is longer than that:
+    a JSONL line's escapes and other fields do not count, and a line of Chinese is cut at
+    the same place as the same text in a file (it was cut at `limit` characters)."""
+    if doc.text.isascii():
+        size, cut = len(doc.text), doc.text[:limit]
+    else:
+        encoded = doc.text.encode("utf-8", "surrogatepass")
+        size, cut = len(encoded), encoded[:limit].decode("utf-8", "ignore")
+    if size <= limit:
+        return doc
     on_problem(
         Problem(
             where,
             "too-large",
-            f"document is {_size(len(doc.raw))}; fingerprinted its first {_size(limit)} (--max-doc-size)",
+            f"document is {_size(size)}; fingerprinted its first {_size(limit)} (--max-doc-size)",
         )
     )
-    return Document(doc.id, doc.text[:limit], doc.raw, doc.features)
+    return Document(doc.id, cut, doc.raw, doc.features)
 
 
 def _size(n: int) -> str:

@@ -711,3 +711,22 @@ def test_a_file_name_with_a_newline_is_named_on_one_line_on_stderr(tmp_path: Pat
         result.stderr
         == f"{folder}/bad\\nname.txt: error: invalid UTF-8 at byte 1, decoded with replacement\n"
     )
+
+
+def test_max_doc_size_cuts_a_line_where_it_cuts_the_same_text_in_a_file(tmp_path: Path) -> None:
+    # A line was cut at --max-doc-size characters (a line of Chinese: three times the
+    # bytes), a file at bytes; and a JSONL line's escapes counted against its text.
+    lines = tmp_path / "lines.txt"
+    lines.write_text("一二三四五六七八\n一二三四五六七九\n")
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "a.txt").write_text("一二三四五六七八")
+    as_lines = run("fingerprint", str(lines), "--max-doc-size", "10")
+    as_file = run("fingerprint", str(folder), "--max-doc-size", "10")
+    expected = run("fingerprint", "-", input="一二三\n").stdout.split("\t")[0]
+    assert [row.split("\t")[0] for row in as_lines.stdout.splitlines()] == [expected, expected]
+    assert as_file.stdout.split("\t")[0] == expected
+    assert "document is 24 bytes; fingerprinted its first 10 bytes" in as_lines.stderr
+    record = json.dumps({"id": "x", "text": "一丁 short text"})  # 46 bytes escaped, 20 as text
+    escaped = run("fingerprint", "--jsonl", "-", "--max-doc-size", "30", input=record + "\n")
+    assert escaped.exit_code == 0 and escaped.stderr == ""
