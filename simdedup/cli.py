@@ -67,7 +67,16 @@ from .report import (
     format_for,
     tsv_field,
 )
-from .settings import HEAD_SPEC, HEAD_TOKENS, MAX_DISTANCE, TOKENIZERS, WEIGHTS, Settings, index_layout
+from .settings import (
+    HEAD_CROWD,
+    HEAD_SPEC,
+    HEAD_TOKENS,
+    MAX_DISTANCE,
+    TOKENIZERS,
+    WEIGHTS,
+    Settings,
+    index_layout,
+)
 from .sketch import SKETCH, SKETCH_SPEC, fingerprints_and_sketches, similarity
 from .status import ExitStatus, IndexFileError, IndexLockedError, SimdedupError
 from .store import (
@@ -1489,6 +1498,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         else:
             reach = "within k" if head_d <= settings.distance else "beyond k"
             heads = f"{head_d} of {settings.bits} bits: {reach}"
+            if head_d <= settings.distance < d:  # the pair rests on the heads
+                heads += f"; scan skips a head near more than {HEAD_CROWD} kept ones (boilerplate)"
         lines = [
             f"a           {result['a']['fingerprint']}  {names[0]} ({len(features[0])} features)",
             f"b           {result['b']['fingerprint']}  {names[1]} ({len(features[1])} features)",
