@@ -47,9 +47,10 @@ from .read import (
     STDIN,
     Chunk,
     Document,
-    Lines,
     Problem,
     ReadOptions,
+    Streams,
+    is_stream,
     printable,
     read_chunks,
     read_documents,
@@ -797,13 +798,13 @@ def _fingerprinted(
     commands that decide nothing; close the iterator to stop the workers."""
     problems = _Problems(messages)
     sources = _sources(paths)
-    stdin = Lines(_binary(sys.stdin))
+    stdin = Streams(_binary(sys.stdin))
     return _made(sources, stdin, _read_options(kw), settings, kw["jobs"], sketches, problems), problems
 
 
 def _made(
     sources: list[str],
-    stdin: Lines,
+    stdin: Streams,
     read_options: ReadOptions,
     settings: Settings,
     jobs: int,
@@ -835,9 +836,10 @@ def _made(
 DECIDED_CHUNK_BYTES = 256 << 10
 
 
-def _idle(sources: list[str], stdin: Lines) -> Callable[[], bool] | None:
-    """What says the input waits on its writer: only stdin can (named files never do)."""
-    return stdin.waiting if STDIN in sources else None
+def _idle(sources: list[str], stdin: Streams) -> Callable[[], bool] | None:
+    """What says the input waits on its writer: only a stream can (stdin, a named pipe;
+    files never do)."""
+    return stdin.waiting if any(map(is_stream, sources)) else None
 
 
 def _batched(
@@ -935,7 +937,7 @@ def _run(
             writer.flush()
 
     # A verifying Deduplicator gets the batch's sketches too, made by the workers.
-    stdin = Lines(_binary(sys.stdin))
+    stdin = Streams(_binary(sys.stdin))
     verifying = isinstance(dd, VerifyingDeduplicator)
     # Only writing the unique documents back needs their input form from the workers.
     raw = any(isinstance(writer, UniqueWriter) for writer in writers)
@@ -1313,7 +1315,7 @@ def _printed_chunks(
     fingerprint and format (read.read_chunks; the main process only copies bytes);
     directories a document at a time, fingerprinted in batches."""
     sources, read_options = _sources(paths), _read_options(kw)
-    stdin = Lines(_binary(sys.stdin))
+    stdin = Streams(_binary(sys.stdin))
     jobs = _chunk_jobs(sources, kw["jobs"])
     if jobs is not None:
         setup = functools.partial(_chunk_printer, settings, read_options, fmt)
@@ -1336,7 +1338,7 @@ def _chunk_jobs(sources: list[str], jobs: int) -> int | None:
         with contextlib.suppress(OSError):
             info = os.stat(source)
             size += info.st_size if stat.S_ISREG(info.st_mode) else 0
-    return default_jobs() if STDIN in sources or size >= CHUNK_WORKERS_FROM else 1
+    return default_jobs() if any(map(is_stream, sources)) or size >= CHUNK_WORKERS_FROM else 1
 
 
 #: --jobs 0 reads named files with workers from this many bytes on.

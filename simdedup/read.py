@@ -19,6 +19,7 @@ import math
 import os
 import re
 import select
+import stat
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -175,21 +176,74 @@ class Lines:
         return not select.select([self.fd], [], [], 0)[0]
 
 
+def is_stream(path: str) -> bool:
+    """Whether `path` is read as a stream, as stdin is: "-", or a named pipe or a
+    character device given by name (`<(cmd)`, a FIFO, /dev/stdin)."""
+    if path == STDIN:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+class Streams:
+    """The inputs read as streams, each through a Lines of its own: stdin, and the
+    named pipes and devices given by name, each opened when its turn comes. waiting()
+    is the one being read's, so that a trickle through `<(cmd)` is answered as it
+    comes, as one on stdin is, and an interrupt decides every line read."""
+
+    def __init__(self, stdin: IO[bytes] | Lines | None = None) -> None:
+        self.stdin = stdin if stdin is None or isinstance(stdin, Lines) else Lines(stdin)
+        self._current: Lines | None = None
+
+    def lines(self, path: str) -> Lines:
+        """The stream at `path` ("-": stdin), now the one being read; OSError if a
+        named one cannot be opened."""
+        if path == STDIN:
+            if self.stdin is None:
+                raise ValueError("'-' needs a stdin stream")
+            self._current = self.stdin
+        else:
+            self._current = Lines(open(path, "rb", buffering=0))  # noqa: SIM115 (closed by close())
+        return self._current
+
+    def close(self, lines: Lines) -> None:
+        if lines is not self.stdin:
+            lines.stream.close()
+
+    def waiting(self) -> bool:
+        return self._current is not None and self._current.waiting()
+
+
+def _streams(stdin: IO[bytes] | Lines | Streams | None) -> Streams:
+    return stdin if isinstance(stdin, Streams) else Streams(stdin)
+
+
 def read_documents(
     paths: Sequence[str],
     options: ReadOptions,
     on_problem: OnProblem,
-    stdin: IO[bytes] | Lines | None = None,
+    stdin: IO[bytes] | Lines | Streams | None = None,
 ) -> Iterator[Document]:
-    """Every document of every path, in order: directories walked, files by line, "-" = stdin.
-    A directory given twice (or inside another given) is read once."""
+    """Every document of every path, in order: directories walked, files by line, "-" =
+    stdin, named pipes and devices read as it is (Streams). A directory given twice (or
+    inside another given) is read once."""
+    streams = _streams(stdin)
     seen: set[tuple[int, int]] = set()  # the directories read
     said = False  # that a directory's JSONL files are documents, not records: once a run
     for path in paths:
-        if path == STDIN:
-            if stdin is None:
-                raise ValueError("'-' needs a stdin stream")
-            yield from _read_stream(stdin, STDIN, options, on_problem)
+        if is_stream(path):
+            try:
+                lines = streams.lines(path)
+            except OSError as e:
+                on_problem(Problem(path, "unreadable", e.strerror or str(e)))
+                continue
+            try:
+                yield from _read_stream(lines, path, options, on_problem)
+            finally:
+                streams.close(lines)
         elif os.path.isdir(path):
             for doc in _read_tree(path, options, on_problem, seen):
                 if not said and (options.jsonl or doc.id.endswith((".jsonl", ".jsonl.gz"))):
@@ -264,7 +318,7 @@ def _read_stream(
         where = f"{shown}:{lineno + 1}" if lineno else shown
         on_problem(Problem(where, "unreadable", f"cannot read further: {e}"))
         return
-    if lineno == 0 and name != STDIN:  # an empty pipe is a quiet day, not a broken file
+    if lineno == 0 and not is_stream(name):  # an empty pipe is a quiet day, not a broken file
         on_problem(_empty(name))
 
 
@@ -300,19 +354,27 @@ FIRST_CHUNK_BYTES = 64 << 10
 
 
 def read_chunks(
-    paths: Sequence[str], options: ReadOptions, stdin: Lines | None = None, size: int | None = None
+    paths: Sequence[str], options: ReadOptions, stdin: Lines | Streams | None = None, size: int | None = None
 ) -> Iterator[Chunk | Problem]:
     """Every file of `paths` as Chunks of whole lines, in order, with each Problem in
     its place among them: read_documents without the parsing, which read_chunk does, so
-    that worker processes can do it. Not for directories. "-" is `stdin`, whose whole
-    lines so far also make a Chunk whenever its writer goes quiet (Lines.waiting).
-    Chunks hold `size` bytes or so (CHUNK_BYTES), a file's first FIRST_CHUNK_BYTES."""
+    that worker processes can do it. Not for directories. "-" is `stdin`, and a named
+    pipe or device is read as it is (Streams): their whole lines so far also make a
+    Chunk whenever the writer goes quiet (Lines.waiting). Chunks hold `size` bytes or
+    so (CHUNK_BYTES), a file's first FIRST_CHUNK_BYTES."""
     size = size or CHUNK_BYTES
+    streams = _streams(stdin)
     for path in paths:
-        if path == STDIN:
-            if stdin is None:
-                raise ValueError("'-' needs a stdin stream")
-            yield from _chunks(stdin.blocks(), STDIN, size, stdin.waiting)
+        if is_stream(path):
+            try:
+                lines = streams.lines(path)
+            except OSError as e:
+                yield Problem(path, "unreadable", e.strerror or str(e))
+                continue
+            try:
+                yield from _chunks(lines.blocks(), path, size, lines.waiting)
+            finally:
+                streams.close(lines)
             continue
         if os.path.isdir(path):
             raise ValueError(f"{path!r}: a directory is read a document at a time")
@@ -362,7 +424,7 @@ def _chunks(
         return
     if pending:
         yield Chunk(name, first, pending.take())
-    elif first == 1 and name != STDIN:  # an empty pipe is a quiet day, not a broken file
+    elif first == 1 and not is_stream(name):  # an empty pipe is a quiet day, not a broken file
         yield _empty(name)
 
 

@@ -604,6 +604,30 @@ def test_a_trickle_on_stdin_is_answered_as_it_comes(command: list[str]) -> None:
     assert (proc.returncode, rest) == (0, b""), stderr
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+@pytest.mark.parametrize("command", [["filter"], ["filter", "-j", "2"], ["fingerprint"]])
+def test_a_trickle_through_a_named_pipe_is_answered_as_it_comes(command: list[str], tmp_path: Path) -> None:
+    # `simdedup filter <(tail -f app.log)`: a named pipe given as a file was read as a
+    # file, a batch of thousands at a time; it is now read as stdin is.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        simdedup(*command, "-q", str(fifo)), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    with open(fifo, "wb", buffering=0) as writer:
+        for n, line in enumerate([b"the first line of the log", b"else"], 1):
+            writer.write(line + b"\n")
+            out = line_within(proc.stdout)
+            assert (
+                out.endswith(f"\t{fifo}:{n}\n".encode())
+                if command[0] == "fingerprint"
+                else out == line + b"\n"
+            )
+    rest, stderr = proc.communicate(timeout=30)  # the writer closed: the end of the input
+    assert (proc.returncode, rest) == (0, b""), stderr
+
+
 def stderr_on_a_terminal(args: list[str], env: dict[str, str] | None = None) -> str:
     """Run simdedup with stderr on a pseudo-terminal and return what it wrote there."""
 
