@@ -654,14 +654,8 @@ class Outputs(contextlib.ExitStack):
         if path == "-":
             return _binary(sys.stdout)
         target = os.path.realpath(path)
-        # A device or a pipe (/dev/stderr, /dev/full) is written as it is: a file renamed
-        # over it would take its place. So is a file whose temporary one an input
-        # directory would read as a document (--exclude left out the file, not it).
-        replace = replace and (not os.path.exists(target) or os.path.isfile(target))
-        temporary = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.XXXXXXXX.tmp")
-        replace = replace and not any(
-            os.path.isdir(s) and walk_reads(s, temporary, self.options) for s in self.sources
-        )
+        if replace and not self._replaceable(target):
+            replace = False
         try:
             if replace:
                 fd, written = tempfile.mkstemp(
@@ -676,6 +670,16 @@ class Outputs(contextlib.ExitStack):
         except OSError as e:
             raise CliError(f"{path}: cannot write {what}: {e.strerror or e}") from e
         return self.enter_context(stream)
+
+    def _replaceable(self, target: str) -> bool:
+        """Whether `target` can be written as a temporary file renamed over it. Not a
+        device or a pipe (/dev/stderr, /dev/full): the file would take its place. Not
+        where an input directory would read the temporary file as a document (--exclude
+        left out the output's name, not the temporary one's)."""
+        if os.path.exists(target) and not os.path.isfile(target):
+            return False
+        temporary = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.XXXXXXXX.tmp")
+        return not any(os.path.isdir(s) and walk_reads(s, temporary, self.options) for s in self.sources)
 
 
 def _umask() -> int:

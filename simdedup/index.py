@@ -196,11 +196,10 @@ class Layout:
 
     def describe(self) -> str:
         widths = "/".join(str(w) for _, w in self.blocks)
-        per_key = len(self.keys[0])
-        tables = f"{len(self.blocks)} blocks of {widths} bits, {len(self.keys)} tables keyed on {per_key}"
         if self.brute_force:
             return f"every row compared (keys of {widths} bits would meet {self.key_share:.0%} of the rows)"
-        return tables
+        per_key = len(self.keys[0])
+        return f"{len(self.blocks)} blocks of {widths} bits, {len(self.keys)} tables keyed on {per_key}"
 
     def block_values(self, words: np.ndarray) -> list[np.ndarray]:
         return [_block_values(words, start, width) for start, width in self.blocks]
@@ -788,7 +787,7 @@ def near_pair_arrays(
         from .compiled import all_pairs
 
         return all_pairs(_words(fps, bits)[:, 0], distance)  # type: ignore[no-any-return]
-    if given is None and len(fps) <= brute_force or layout.brute_force:
+    if (given is None and len(fps) <= brute_force) or layout.brute_force:
         return _matrix_all_pairs(_words(fps, bits), distance)
     index = BlockIndex(bits, distance, buffer_rows=max(1, len(fps)), layout=layout)
     index.add_many(fps)

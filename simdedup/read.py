@@ -24,7 +24,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, NamedTuple
+from typing import IO, NamedTuple
 
 import numpy as np
 
@@ -628,6 +628,11 @@ def _excluded(rel: str, name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
+#: What a directory's visit gives _walk: a file's path, or a folder to visit next
+#: (its path, its path relative to the top, the directories above it).
+_Step = str | tuple[str, str, frozenset[tuple[int, int]]]
+
+
 def _walk(
     top: str, options: ReadOptions, on_problem: OnProblem, seen: set[tuple[int, int]] | None = None
 ) -> Iterator[str]:
@@ -637,7 +642,7 @@ def _walk(
     1,000 levels deep overflowed Python's."""
     seen = set() if seen is None else seen
 
-    def visit(directory: str, rel_prefix: str, ancestors: frozenset[tuple[int, int]]) -> Iterator[Any]:
+    def visit(directory: str, rel_prefix: str, ancestors: frozenset[tuple[int, int]]) -> Iterator[_Step]:
         """The files in `directory` (whose path relative to `top` is rel_prefix: empty
         for top itself, else ending in a separator) as paths, and each folder in it as
         the (directory, rel_prefix, ancestors) to visit next, in name order."""
