@@ -13,7 +13,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
-	$(BIN)/python -c 'import simdedup.compiled; simdedup.compiled.warm()'  # numba's cache: no compiling mid-run
+	$(BIN)/python -c 'import simdedup.compiled as c, simdedup.compiled_text as t; c.warm(); t.warm()'  # numba's cache: no compiling mid-run
 	touch $(STAMP)
 
 # The C++ baseline for `make bench` only: it compiles from source (needs g++), and its

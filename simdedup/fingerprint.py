@@ -12,6 +12,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, islice
+from typing import Any
 
 import numpy as np
 import xxhash
@@ -213,13 +214,76 @@ def fingerprint_texts(
 
 
 def text_batch_fingerprints(
-    texts: Sequence[str], settings: Settings, hashfunc: HashFunc | None = None
+    texts: Sequence[str], settings: Settings, hashfunc: HashFunc | None = None, compiled: bool = False
 ) -> list[int | None]:
     """Fingerprints of one batch of raw texts: the same as fingerprint_batch over
     extract(), with the common case (word or jieba tokens, term frequencies, xxh3-64)
     summed per token occurrence in numpy, and ASCII text tokenized and hashed there too,
-    without a Python object per token."""
-    return normalized_batch_fingerprints(normalized_many(texts, settings), settings, hashfunc)[0]
+    without a Python object per token. With `compiled`, ASCII texts on that common path
+    go through the compiled core instead (compiled_core): the same fingerprints."""
+    hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
+    core = compiled_core(texts, settings, hashfunc) if compiled else None
+    if core is None:
+        return normalized_batch_fingerprints(normalized_many(texts, settings), settings, hashfunc)[0]
+    rows, fps, _, _ = core
+    if len(rows) == len(texts):
+        return fps
+    others = other_rows(rows, len(texts))
+    return placed(rows, fps, others, text_batch_fingerprints([texts[i] for i in others], settings, hashfunc))
+
+
+#: What the compiled core made of some texts of a batch: (their rows in the batch,
+#: fingerprints, head fingerprints, sketches), as compiled_text.ascii_batch gives them.
+CoreResults = tuple[list[int], list["int | None"], list["int | None"], np.ndarray]
+
+
+def compiled_core(
+    texts: Sequence[str],
+    settings: Settings,
+    hashfunc: HashFunc,
+    heads: bool = False,
+    sketch_bins: int = 0,
+    sketch_bits: int = 2,
+) -> CoreResults | None:
+    """What compiled_text.ascii_batch makes of the texts it can do (with `heads`, head
+    fingerprints; with sketch_bins > 0, one-permutation sketches of that many bins of
+    sketch_bits bits): ASCII texts on the occurrence path (_occurrence_path) without a
+    word longer than xxh3.VECTORIZED_MAX bytes; None where that is none of them. The
+    same results as the numpy path."""
+    if not _occurrence_path(settings, hashfunc):
+        return None
+    ascii_rows = [i for i, t in enumerate(texts) if t.isascii()]
+    if not ascii_rows:
+        return None
+    from .compiled_text import ascii_batch
+
+    part = texts if len(ascii_rows) == len(texts) else [texts[i] for i in ascii_rows]
+    fps, head_fps, sketches, done = ascii_batch(part, heads, sketch_bins, sketch_bits)
+    if done.all():
+        return ascii_rows, fps, head_fps, sketches
+    kept = np.flatnonzero(done).tolist()
+    rows = [ascii_rows[i] for i in kept]
+    return (
+        rows,
+        [fps[i] for i in kept],
+        [head_fps[i] for i in kept],
+        sketches[kept] if len(sketches) else sketches,
+    )
+
+
+def placed(rows: list[int], values: list[Any], others: list[int], rest: list[Any]) -> list[Any]:
+    """values at `rows` and rest at `others`, in one list (rows and others: a partition
+    of 0 .. n - 1)."""
+    out: list[Any] = [None] * (len(rows) + len(others))
+    for i, value in zip(rows + others, values + rest):
+        out[i] = value
+    return out
+
+
+def other_rows(rows: list[int], n: int) -> list[int]:
+    """0 .. n - 1 without `rows`, ascending."""
+    done = set(rows)
+    return [i for i in range(n) if i not in done]
 
 
 def normalized_batch_fingerprints(
@@ -429,18 +493,20 @@ def format_fingerprint(fp: int, bits: int = 64) -> str:
 
 
 def fingerprint_work(
-    work: Sequence[str | Features], settings: Settings, hasher: HashFunc
+    work: Sequence[str | Features], settings: Settings, hasher: HashFunc, compiled: bool = False
 ) -> list[int | None]:
-    """Fingerprints of a batch of texts (through text_batch_fingerprints) or ready
-    features (through fingerprint_batch), in order; None for empty ones."""
+    """Fingerprints of a batch of texts (through text_batch_fingerprints, `compiled` as
+    there) or ready features (through fingerprint_batch), in order; None for empty ones."""
     texts = [i for i, w in enumerate(work) if isinstance(w, str)]
     if len(texts) == len(work):
-        return text_batch_fingerprints(work, settings, hasher)  # type: ignore[arg-type]
+        return text_batch_fingerprints(work, settings, hasher, compiled)  # type: ignore[arg-type]
     fps: list[int | None] = [None] * len(work)
     given = [i for i, w in enumerate(work) if not isinstance(w, str)]
     for i, fp in zip(given, fingerprint_batch([work[i] for i in given], settings.bits, hasher)):  # type: ignore[misc]
         fps[i] = fp
     if texts:
-        for i, fp in zip(texts, text_batch_fingerprints([work[i] for i in texts], settings, hasher)):  # type: ignore[misc]
+        for i, fp in zip(
+            texts, text_batch_fingerprints([work[i] for i in texts], settings, hasher, compiled)
+        ):  # type: ignore[misc]
             fps[i] = fp
     return fps

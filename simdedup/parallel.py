@@ -83,12 +83,38 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def batch_results(work: Work, settings: Settings, hasher: HashFunc, sketches: bool) -> Result:
+#: Documents a process fingerprints by the numpy path before the compiled core
+#: (compiled_text) takes over: numba's first call costs a process about 0.55 s (and
+#: ~115 MB), which the core repays once a run's documents are as many again. It saves
+#: ~7 us a document of English text where sketches and heads are made (scan, filter),
+#: ~3 us where only fingerprints are (benchmarks/README.md, "Stop 21").
+COMPILED_DOCS = 80_000
+COMPILED_FINGERPRINT_DOCS = 200_000
+
+
+class CompiledAfter:
+    """Whether a process's next batch goes through the compiled core: once it has done
+    COMPILED_DOCS documents, or COMPILED_FINGERPRINT_DOCS without `sketches` (the
+    results are the same either way). One per process."""
+
+    def __init__(self, sketches: bool) -> None:
+        self.left = COMPILED_DOCS if sketches else COMPILED_FINGERPRINT_DOCS
+
+    def __call__(self, batch: int) -> bool:
+        ready = self.left <= 0
+        self.left -= batch
+        return ready
+
+
+def batch_results(
+    work: Work, settings: Settings, hasher: HashFunc, sketches: bool, compiled: bool = False
+) -> Result:
     """A batch's fingerprints, and with `sketches` their texts' verification sketches
-    (from the same pass over the texts)."""
+    (from the same pass over the texts); `compiled`: through the compiled core where it
+    serves (fingerprint.compiled_core)."""
     if sketches:
-        return fingerprints_and_sketches(work, settings, hasher)
-    return fingerprint_work(work, settings, hasher)
+        return fingerprints_and_sketches(work, settings, hasher, compiled)
+    return fingerprint_work(work, settings, hasher, compiled)
 
 
 def fingerprint_batches(
@@ -247,13 +273,14 @@ def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool, ra
     needs: half the bytes to send; with raw=False without their input form either
     (Document.raw, which only writing the unique documents back needs): the other half."""
     hasher = FeatureHasher(settings.bits, settings.seed)
+    compiled = CompiledAfter(sketches)
 
     def task(item: Chunk | Problem) -> tuple[list[Problem], list[Document], Result | None]:
         if isinstance(item, Problem):
             return [item], [], None
         found: list[Problem] = []
         docs = list(read_chunk(item, read_options, found.append))
-        result = batch_results(_work(docs), settings, hasher, sketches) if docs else None
+        result = batch_results(_work(docs), settings, hasher, sketches, compiled(len(docs))) if docs else None
         kept = [Document(doc.id, "", doc.raw if raw else b"", doc.features) for doc in docs]
         return found, kept, result
 
@@ -305,12 +332,9 @@ def _sliced(result: Result, start: int, stop: int | None) -> Result:
 
 def _batch_task(settings: Settings, sketches: bool) -> Callable[[Work], Result]:
     """A worker's task for fingerprint_batches: batch_results with a hasher of its own."""
-    return partial(
-        batch_results,
-        settings=settings,
-        hasher=FeatureHasher(settings.bits, settings.seed),
-        sketches=sketches,
-    )
+    hasher = FeatureHasher(settings.bits, settings.seed)
+    compiled = CompiledAfter(sketches)
+    return lambda work: batch_results(work, settings, hasher, sketches, compiled(len(work)))
 
 
 class _Workers:

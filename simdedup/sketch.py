@@ -33,8 +33,11 @@ from .fingerprint import (
     HashFunc,
     WordRuns,
     ascii_word_hashes,
+    compiled_core,
     fingerprint_work,
     normalized_batch_fingerprints,
+    other_rows,
+    placed,
     word_hashes,
 )
 from .settings import Settings
@@ -137,7 +140,7 @@ SKETCH_SLICE = 4096
 
 
 def fingerprints_and_sketches(
-    work: Sequence[str | Features], settings: Settings, hashfunc: HashFunc
+    work: Sequence[str | Features], settings: Settings, hashfunc: HashFunc, compiled: bool = False
 ) -> tuple[list[int | None], np.ndarray, list[int | None]]:
     """What verification needs of a batch, from one pass over each text (normalized
     once, its words found and hashed once): fingerprint_work(), text_sketches() of its
@@ -146,10 +149,13 @@ def fingerprints_and_sketches(
 
     A sketch is made in 1,024 bins of 2-byte minima first (2 KB a document, however
     short): a batch of more than SKETCH_SLICE documents (a 256 KiB chunk of one-word
-    or empty lines holds up to 262,144) is done a slice at a time."""
+    or empty lines holds up to 262,144) is done a slice at a time.
+
+    With `compiled`, ASCII texts on the common path (fingerprint.compiled_core) go
+    through the compiled core: the same results."""
     if len(work) > SKETCH_SLICE:
         parts = [
-            fingerprints_and_sketches(work[lo : lo + SKETCH_SLICE], settings, hashfunc)
+            fingerprints_and_sketches(work[lo : lo + SKETCH_SLICE], settings, hashfunc, compiled)
             for lo in range(0, len(work), SKETCH_SLICE)
         ]
         return (
@@ -158,6 +164,20 @@ def fingerprints_and_sketches(
             [head for _, _, heads in parts for head in heads],
         )
     texts = [i for i, w in enumerate(work) if isinstance(w, str)]
+    core = None
+    if compiled and len(texts) == len(work) and isinstance(SKETCH, OnePermutation):
+        core = compiled_core(work, settings, hashfunc, True, SKETCH.bins, SKETCH.bits)  # type: ignore[arg-type]
+    if core is not None:
+        rows, fps, heads, sketches = core
+        if len(rows) == len(work):
+            return fps, sketches, heads
+        others = other_rows(rows, len(work))
+        other_fps, other_sketches, other_heads = fingerprints_and_sketches(
+            [work[i] for i in others], settings, hashfunc
+        )
+        out = np.empty((len(work), SKETCH_BYTES), np.uint8)
+        out[rows], out[others] = sketches, other_sketches
+        return placed(rows, fps, others, other_fps), out, placed(rows, heads, others, other_heads)
     if len(texts) == len(work):
         norm = normalized_many(work, settings)  # type: ignore[arg-type]
         fps, known, heads = normalized_batch_fingerprints(norm, settings, hashfunc, heads=True)

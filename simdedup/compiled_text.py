@@ -1,0 +1,263 @@
+"""A compiled core (numba) for ASCII text: words found, hashed, summed and sketched in one pass.
+
+What features.py, fingerprint.py and sketch.py do for a batch of ASCII texts in several
+numpy passes (\\w+ words, xxh3-64, +-1 column sums, the head window, the verification
+sketch), done here per document in one compiled loop over the batch's bytes, with the
+same results, bit for bit (tests/test_compiled_text.py). Pure functions of arrays: none
+keeps state between calls or prints.
+
+numba costs a process about half a second the first time it calls a compiled function
+(compiled.py's docstring), so callers switch to this core only once a run is large
+(parallel.CompiledAfter); the results are the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from .fingerprint import _LANE_MASK as _LANE
+from .fingerprint import _LANE_MAX
+from .settings import HEAD_TOKENS
+from .sketch import _EMPTY, _FMIX, _MIX
+from .xxh3 import _MASK32, _PRIME64_1, _PRIME64_2, _PRIME64_3, _PRIME_MX1, _PRIME_MX2, _SECRET, VECTORIZED_MAX
+
+#: The secret's 64-bit little-endian words at every byte offset xxh3 reads from.
+_S64 = np.array([int.from_bytes(_SECRET[o : o + 8], "little") for o in range(len(_SECRET) - 7)], np.uint64)
+_FLIP_1TO3 = np.uint64(
+    (int.from_bytes(_SECRET[0:4], "little") ^ int.from_bytes(_SECRET[4:8], "little")) & 0xFFFFFFFF
+)
+_FLIP_4TO8 = np.uint64(int(_S64[8]) ^ int(_S64[16]))
+_FLIP_9TO16 = (np.uint64(int(_S64[24]) ^ int(_S64[32])), np.uint64(int(_S64[40]) ^ int(_S64[48])))
+
+
+@njit(inline="always")
+def _read(buf, at, width):  # type: ignore[no-untyped-def]
+    # `width` bytes at buf[at] as a little-endian integer.
+    x = np.uint64(0)
+    for i in range(width):
+        x |= np.uint64(buf[at + i]) << np.uint64(8 * i)
+    return x
+
+
+@njit(inline="always")
+def _mul128_fold64(a, b):  # type: ignore[no-untyped-def]
+    # xxh3.py's: the 128-bit product from 32-bit halves, its halves xored.
+    a_lo, a_hi = a & _MASK32, a >> np.uint64(32)
+    b_lo, b_hi = b & _MASK32, b >> np.uint64(32)
+    lo_lo = a_lo * b_lo
+    hi_lo = a_hi * b_lo
+    cross = (lo_lo >> np.uint64(32)) + (hi_lo & _MASK32) + a_lo * b_hi
+    upper = (hi_lo >> np.uint64(32)) + (cross >> np.uint64(32)) + a_hi * b_hi
+    return ((cross << np.uint64(32)) | (lo_lo & _MASK32)) ^ upper
+
+
+@njit(inline="always")
+def _avalanche(h):  # type: ignore[no-untyped-def]
+    h ^= h >> np.uint64(37)
+    h *= _PRIME_MX1
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(inline="always")
+def _mix16(buf, at, secret):  # type: ignore[no-untyped-def]
+    return _mul128_fold64(_read(buf, at, 8) ^ _S64[secret], _read(buf, at + 8, 8) ^ _S64[secret + 8])
+
+
+@njit(inline="always")
+def _xxh3(buf, at, n):  # type: ignore[no-untyped-def]
+    """xxh3-64, seed 0, of buf[at:at + n], 1 <= n <= 128 (xxh3.py's length classes)."""
+    length = np.uint64(n)
+    if n <= 3:
+        c1, c2, c3 = np.uint64(buf[at]), np.uint64(buf[at + (n >> 1)]), np.uint64(buf[at + n - 1])
+        h = ((c1 << np.uint64(16)) | (c2 << np.uint64(24)) | c3 | (length << np.uint64(8))) ^ _FLIP_1TO3
+        h ^= h >> np.uint64(33)
+        h *= _PRIME64_2
+        h ^= h >> np.uint64(29)
+        h *= _PRIME64_3
+        return h ^ (h >> np.uint64(32))
+    if n <= 8:
+        h = (_read(buf, at + n - 4, 4) + (_read(buf, at, 4) << np.uint64(32))) ^ _FLIP_4TO8
+        h ^= ((h << np.uint64(49)) | (h >> np.uint64(15))) ^ ((h << np.uint64(24)) | (h >> np.uint64(40)))
+        h *= _PRIME_MX2
+        h ^= (h >> np.uint64(35)) + length
+        h *= _PRIME_MX2
+        return h ^ (h >> np.uint64(28))
+    if n <= 16:
+        lo = _read(buf, at, 8) ^ _FLIP_9TO16[0]
+        hi = _read(buf, at + n - 8, 8) ^ _FLIP_9TO16[1]
+        swapped = np.uint64(0)  # lo's bytes reversed
+        for i in range(8):
+            swapped |= ((lo >> np.uint64(8 * i)) & np.uint64(0xFF)) << np.uint64(56 - 8 * i)
+        return _avalanche(length + swapped + hi + _mul128_fold64(lo, hi))
+    acc = length * _PRIME64_1
+    end = at + n
+    acc += _mix16(buf, at, 0) + _mix16(buf, end - 16, 16)
+    for round_ in range(1, 4):  # 32 more bytes a round, from both ends, while the string lasts
+        if n <= 32 * round_:
+            break
+        acc += _mix16(buf, at + 16 * round_, 32 * round_) + _mix16(
+            buf, end - 16 * round_ - 16, 32 * round_ + 16
+        )
+    return _avalanche(acc)
+
+
+@njit(inline="always")
+def _is_word(c):  # type: ignore[no-untyped-def]
+    # \w in case-folded ASCII text: [0-9a-z_].
+    return (97 <= c <= 122) or (48 <= c <= 57) or c == 95
+
+
+@njit(inline="always")
+def _fingerprint(hashes, lo, hi, lanes, ones):  # type: ignore[no-untyped-def]
+    """fingerprint.occurrence_fingerprints of hashes[lo:hi] (hi > lo): bit i is 1 when
+    more than half the hashes have it. Counted in byte lanes, as there: (h >> j) &
+    0x0101..01 puts bits j, j + 8, ... in the bytes of one word, emptied into `ones`
+    every _LANE_MAX hashes."""
+    ones[:] = 0
+    for start in range(lo, hi, _LANE_MAX):
+        l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = np.uint64(0)
+        for t in range(start, min(start + _LANE_MAX, hi)):
+            x = hashes[t]
+            l0 += x & _LANE
+            l1 += (x >> np.uint64(1)) & _LANE
+            l2 += (x >> np.uint64(2)) & _LANE
+            l3 += (x >> np.uint64(3)) & _LANE
+            l4 += (x >> np.uint64(4)) & _LANE
+            l5 += (x >> np.uint64(5)) & _LANE
+            l6 += (x >> np.uint64(6)) & _LANE
+            l7 += (x >> np.uint64(7)) & _LANE
+        lanes[0], lanes[1], lanes[2], lanes[3] = l0, l1, l2, l3
+        lanes[4], lanes[5], lanes[6], lanes[7] = l4, l5, l6, l7
+        for j in range(8):
+            for b in range(8):
+                ones[8 * b + j] += np.int64((lanes[j] >> np.uint64(8 * b)) & np.uint64(0xFF))
+    fp = np.uint64(0)
+    for i in range(64):
+        if 2 * ones[i] > hi - lo:
+            fp |= np.uint64(1) << np.uint64(i)
+    return fp
+
+
+@njit(cache=True, nogil=True)
+def ascii_documents(
+    buf, starts, ends, heads, log2_bins, bits, fps, found, head_fps, has_head, sketches, done
+):  # type: ignore[no-untyped-def]
+    """For each document d, buf[starts[d]:ends[d]] (case-folded ASCII bytes): its
+    fingerprint (fps[d]; found[d]: it has a word), with `heads` its head fingerprint
+    (head_fps[d]; has_head[d]: it has more than HEAD_TOKENS words), and where
+    sketches has rows, its one-permutation sketch of 2 ** log2_bins bins of `bits`
+    bits (sketch.OnePermutation.sketch of sketch.shingles_of_units of its words).
+    done[d] is False for a document with a word longer than xxh3.VECTORIZED_MAX
+    bytes, which the numpy path hashes instead (its other outputs are not written)."""
+    hashes = np.empty(1024, np.uint64)
+    lanes = np.empty(8, np.uint64)
+    ones = np.empty(64, np.int64)
+    minima = np.empty(1 << log2_bins, np.uint16)
+    per_byte = 8 // bits
+    codes = (1 << bits) - 1
+    sketch = sketches.shape[0] > 0
+    for d in range(starts.shape[0]):
+        m = 0  # words so far
+        p, end = starts[d], ends[d]
+        done[d] = True
+        while p < end:
+            if not _is_word(buf[p]):
+                p += 1
+                continue
+            q = p + 1
+            while q < end and _is_word(buf[q]):
+                q += 1
+            if q - p > VECTORIZED_MAX:
+                done[d] = False
+                break
+            if m == hashes.shape[0]:
+                grown = np.empty(2 * m, np.uint64)
+                grown[:m] = hashes
+                hashes = grown
+            hashes[m] = _xxh3(buf, p, q - p)
+            m += 1
+            p = q
+        if not done[d]:
+            continue
+        found[d] = m > 0
+        has_head[d] = False
+        if m > 0:
+            fps[d] = _fingerprint(hashes, 0, m, lanes, ones)
+        if heads and m > HEAD_TOKENS:
+            best = 0  # the first of the smallest hashes that HEAD_TOKENS - 1 words follow
+            for s in range(1, m - HEAD_TOKENS + 1):
+                if hashes[s] < hashes[best]:
+                    best = s
+            head_fps[d] = _fingerprint(hashes, best, best + HEAD_TOKENS, lanes, ones)
+            has_head[d] = True
+        if not sketch:
+            continue
+        minima[:] = _EMPTY
+        # Word 3-shingles; a text of one or two words is one shingle, padded with 0.
+        for s in range(max(m - 2, 1) if m > 0 else 0):
+            b = hashes[s + 1] if s + 1 < m else np.uint64(0)
+            c = hashes[s + 2] if s + 2 < m else np.uint64(0)
+            h = hashes[s] * _MIX[0] + b * _MIX[1] + c
+            h ^= h >> np.uint64(33)
+            h *= _FMIX[0]
+            h ^= h >> np.uint64(33)
+            h *= _FMIX[1]
+            h ^= h >> np.uint64(33)
+            slot = np.int64(h >> np.uint64(64 - log2_bins))
+            value = min(np.int64((h >> np.uint64(48 - log2_bins)) & np.uint64(0xFFFF)), _EMPTY - 1)
+            if value < minima[slot]:
+                minima[slot] = value
+        for w in range(sketches.shape[1]):
+            packed = 0
+            for j in range(per_byte):  # codes 1 .. 2 ** bits - 1 by multiply-shift, 0 if empty
+                least = np.int64(minima[per_byte * w + j])
+                packed |= ((((least & 0xFF) * codes >> 8) + 1) * (least != _EMPTY)) << (bits * j)
+            sketches[d, w] = packed
+
+
+def ascii_batch(
+    texts: Sequence[str], heads: bool, sketch_bins: int = 0, sketch_bits: int = 2
+) -> tuple[list[int | None], list[int | None], np.ndarray, np.ndarray]:
+    """(fingerprints, head fingerprints, sketches, done) of ASCII texts, as the numpy
+    path makes them (None: no word; no head: HEAD_TOKENS words or fewer, or `heads`
+    False). Sketches: (len(texts), sketch_bins * sketch_bits / 8) uint8 where sketch_bins
+    > 0, else none. done[i] is False for a text the numpy path must do instead (a word
+    longer than xxh3.VECTORIZED_MAX bytes); its other results are meaningless."""
+    n = len(texts)
+    buf = np.frombuffer(" ".join(texts).encode("ascii").lower(), np.uint8)
+    lengths = np.fromiter(map(len, texts), np.int64, n)
+    starts = np.cumsum(lengths + 1) - lengths - 1
+    fps, head_fps = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
+    found, has_head, done = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+    width = sketch_bins * sketch_bits // 8
+    sketches = np.zeros((n if sketch_bins else 0, width), np.uint8)
+    log2_bins = max(sketch_bins.bit_length() - 1, 0)
+    ascii_documents(
+        buf,
+        starts,
+        starts + lengths,
+        heads,
+        log2_bins,
+        sketch_bits,
+        fps,
+        found,
+        head_fps,
+        has_head,
+        sketches,
+        done,
+    )
+    return (
+        [fp if ok else None for fp, ok in zip(fps.tolist(), found.tolist())],
+        [fp if ok else None for fp, ok in zip(head_fps.tolist(), has_head.tolist())],
+        sketches,
+        done,
+    )
+
+
+def warm() -> None:
+    """Compile ascii_documents into numba's cache, for the argument types ascii_batch gives."""
+    ascii_batch(["a b c " * 12, "x" * 200], heads=True, sketch_bins=1024)
+    ascii_batch(["a"], heads=False)

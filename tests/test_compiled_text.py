@@ -1,0 +1,152 @@
+"""The compiled core for ASCII text (compiled_text.py) gives what the numpy path gives, and
+the commands switch to it after parallel.COMPILED_DOCS documents without changing a byte."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+import xxhash
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdedup import Settings
+from simdedup import cli as cli_module
+from simdedup import parallel as parallel_module
+from simdedup import read as read_module
+from simdedup.cli import main
+from simdedup.compiled_text import ascii_batch
+from simdedup.fingerprint import FeatureHasher, text_batch_fingerprints
+from simdedup.parallel import CompiledAfter
+from simdedup.sketch import OnePermutation, fingerprints_and_sketches, shingle_hashes
+from simdedup.xxh3 import VECTORIZED_MAX
+
+# Words of every xxh3 length class, a few repeating often (so byte lanes fill), in mixed
+# case, between punctuation and whitespace that are not \w.
+_WORD = st.one_of(
+    st.sampled_from(["the", "a", "of", "Data", "x_1", "2026", "_", "Z"]),
+    st.text(string.ascii_letters + string.digits + "_", min_size=1, max_size=VECTORIZED_MAX + 2),
+)
+_GAP = st.text(" \t\n.,;:!?-'\"()/\\@#$%^&*+=<>[]{}|~`", min_size=1, max_size=3)
+
+
+@st.composite
+def ascii_text(draw: st.DrawFn) -> str:
+    words = draw(st.lists(_WORD, max_size=draw(st.sampled_from([3, 40, 300]))))
+    gaps = draw(st.lists(_GAP, min_size=len(words) + 1, max_size=len(words) + 1))
+    return "".join(g + w for g, w in zip(gaps, words)) + gaps[-1]
+
+
+_TEXTS = st.lists(
+    st.one_of(
+        ascii_text(), st.sampled_from(["", "   ", "Café au lait", "中文的文本 and English", "naïve words"])
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=_TEXTS)
+def test_compiled_fingerprints_heads_and_sketches_are_the_numpy_paths(texts: list[str]) -> None:
+    s, hasher = Settings(), FeatureHasher(64)
+    numpy_fps, numpy_sketches, numpy_heads = fingerprints_and_sketches(texts, s, hasher)
+    fps, sketches, heads = fingerprints_and_sketches(texts, s, hasher, compiled=True)
+    assert fps == numpy_fps
+    assert heads == numpy_heads
+    assert np.array_equal(sketches, numpy_sketches)
+    assert text_batch_fingerprints(texts, s, hasher, compiled=True) == numpy_fps
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(ascii_text(), min_size=1, max_size=6), bits=st.sampled_from([2, 4, 8]))
+def test_compiled_sketches_of_other_codes_are_the_numpy_ones(texts: list[str], bits: int) -> None:
+    sketcher = OnePermutation(bits=bits)
+    _, _, sketches, done = ascii_batch(texts, heads=False, sketch_bins=sketcher.bins, sketch_bits=bits)
+    expected = sketcher.sketch(*shingle_hashes(texts))
+    assert np.array_equal(sketches[done], expected[done])
+
+
+def test_a_word_longer_than_the_vectorized_hash_is_left_to_the_numpy_path() -> None:
+    long_word = "w" * (VECTORIZED_MAX + 1)
+    fps, heads, _, done = ascii_batch(["short text", f"a {long_word} b", "x" * VECTORIZED_MAX], True, 0)
+    assert done.tolist() == [True, False, True]
+    assert fps[2] == xxhash.xxh3_64_intdigest(b"x" * VECTORIZED_MAX)  # one word: its own hash
+    mixed = ["short text", f"a {long_word} b"]
+    assert text_batch_fingerprints(mixed, Settings(), compiled=True) == text_batch_fingerprints(
+        mixed, Settings()
+    )
+
+
+def test_other_settings_do_not_use_the_core() -> None:
+    texts = ["the same words", "THE SAME WORDS again"]
+    for s in (Settings(weights="tfidf"), Settings(shingle=2), Settings(bits=128), Settings(seed=1)):
+        assert text_batch_fingerprints(texts, s, compiled=True) == text_batch_fingerprints(texts, s)
+
+
+def test_a_process_switches_after_its_first_documents() -> None:
+    with mock.patch.object(parallel_module, "COMPILED_DOCS", 10):
+        switch = CompiledAfter(sketches=True)
+    assert [switch(4), switch(4), switch(4), switch(4)] == [False, False, False, True]  # 8 done, then 12
+    with mock.patch.object(parallel_module, "COMPILED_FINGERPRINT_DOCS", 0):
+        assert CompiledAfter(sketches=False)(1)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_scan_and_fingerprint_write_the_same_bytes_with_the_core(
+    tmp_path: Path, jobs: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [f"Line {i} of the file, with words that repeat: the cat sat on mat {i % 7}" for i in range(600)]
+    lines += ["A line with one word of " + "x" * 200, "Ünïcode line", ""] + lines[:50]
+    path = tmp_path / "in.txt"
+    path.write_text("\n".join(lines) + "\n")
+    folder = tmp_path / "docs"  # a directory's files go through fingerprint_batches
+    folder.mkdir()
+    for i, line in enumerate(lines[::20]):
+        (folder / f"{i:03}.txt").write_text(line + " and more words of a page " * 3)
+    # Chunks of 1,000 bytes, so that -j 2 hands most of them to its workers.
+    monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 100)
+    monkeypatch.setattr(read_module, "CHUNK_BYTES", 1000)
+    monkeypatch.setattr(cli_module, "DECIDED_CHUNK_BYTES", 1000)
+    runs = {}
+    for documents in (1 << 30, 0):
+        monkeypatch.setattr(parallel_module, "COMPILED_DOCS", documents)
+        monkeypatch.setattr(parallel_module, "COMPILED_FINGERPRINT_DOCS", documents)
+        outputs = []
+        for args in (
+            ["scan", str(path), "--format", "tsv"],
+            ["scan", str(folder)],
+            ["fingerprint", str(path)],
+        ):
+            result = CliRunner().invoke(main, [*args, "-j", jobs], catch_exceptions=False)
+            assert result.exit_code == 0, result.stderr
+            outputs.append(result.stdout)
+        runs[documents] = outputs
+    assert runs[0] == runs[1 << 30]
+    assert runs[0][0].count("\n") > 50 and "duplicate" in runs[0][1]
+
+
+def test_a_head_starts_at_the_first_of_equal_smallest_hashes() -> None:
+    # w5838 has the smallest xxh3 of w0 .. w199999, so the head window starts at one of
+    # its two places: the first, which head_window() takes too.
+    words = [f"w{i}" for i in range(40)]
+    words[3] = words[6] = "w5838"
+    text = " ".join(words)
+    _, heads, _, _ = ascii_batch([text], heads=True)
+    assert heads == fingerprints_and_sketches([text], Settings(), FeatureHasher(64))[2]
+    window = ascii_batch([" ".join(words[3:35]), " ".join(words[6:38])], heads=False)[0]
+    assert heads == window[:1] != window[1:]
+
+
+def test_warm_compiles_what_the_runs_call() -> None:
+    # `make install` runs warm(): a signature it did not compile would compile mid-run (~6 s).
+    from simdedup import compiled_text
+
+    compiled_text.warm()
+    warmed = list(compiled_text.ascii_documents.signatures)
+    fingerprints_and_sketches(["Some words, here.", ""], Settings(), FeatureHasher(64), compiled=True)
+    text_batch_fingerprints(["x y", "z"], Settings(), compiled=True)
+    assert compiled_text.ascii_documents.signatures == warmed
