@@ -94,14 +94,16 @@ COMPILED_FINGERPRINT_DOCS = 200_000
 
 class CompiledAfter:
     """Whether a process's next batch goes through the compiled core: once it has done
-    COMPILED_DOCS documents, or COMPILED_FINGERPRINT_DOCS without `sketches` (the
-    results are the same either way). One per process."""
+    COMPILED_DOCS documents, or COMPILED_FINGERPRINT_DOCS without `sketches`, or at
+    once where the process has numba running already (the index's compiled loops,
+    from index.COMPILED_ROWS rows: the core then costs ~20 ms). The results are the
+    same either way. One per process."""
 
     def __init__(self, sketches: bool) -> None:
         self.left = COMPILED_DOCS if sketches else COMPILED_FINGERPRINT_DOCS
 
     def __call__(self, batch: int) -> bool:
-        ready = self.left <= 0
+        ready = self.left <= 0 or "simdedup.compiled" in sys.modules
         self.left -= batch
         return ready
 

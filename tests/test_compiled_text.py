@@ -4,6 +4,7 @@ the commands switch to it after parallel.COMPILED_DOCS documents without changin
 from __future__ import annotations
 
 import string
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -87,11 +88,14 @@ def test_other_settings_do_not_use_the_core() -> None:
         assert text_batch_fingerprints(texts, s, compiled=True) == text_batch_fingerprints(texts, s)
 
 
-def test_a_process_switches_after_its_first_documents() -> None:
-    with mock.patch.object(parallel_module, "COMPILED_DOCS", 10):
+def test_a_process_switches_after_its_first_documents_or_once_numba_runs() -> None:
+    with mock.patch.dict(sys.modules), mock.patch.object(parallel_module, "COMPILED_DOCS", 10):
+        sys.modules.pop("simdedup.compiled", None)  # as in a process whose index is small
         switch = CompiledAfter(sketches=True)
-    assert [switch(4), switch(4), switch(4), switch(4)] == [False, False, False, True]  # 8 done, then 12
-    with mock.patch.object(parallel_module, "COMPILED_FINGERPRINT_DOCS", 0):
+        assert [switch(4), switch(4), switch(4), switch(4)] == [False, False, False, True]  # 8 done, then 12
+        assert not CompiledAfter(sketches=False)(1)
+        import simdedup.compiled  # noqa: F401  (what a large index loads)
+
         assert CompiledAfter(sketches=False)(1)
 
 
