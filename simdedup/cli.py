@@ -40,7 +40,15 @@ from .features import extract
 from .fingerprint import FeatureHasher, format_fingerprint
 from .fingerprint import distance as hamming
 from .index import Layout
-from .parallel import AUTO, chunk_batches, chunk_task, default_jobs, fingerprint_batches, ordered_map
+from .parallel import (
+    AUTO,
+    chunk_batches,
+    chunk_task,
+    default_jobs,
+    fingerprint_batches,
+    load_compiled_for,
+    ordered_map,
+)
 from .read import (
     CHUNK_BYTES,
     MAX_DOC_SIZE,
@@ -829,6 +837,7 @@ def _made(
     if jobs_here is None:
         docs = read_documents(sources, read_options, on_problem, stdin)
         return _batched(docs, settings, jobs, sketches, idle)
+    load_compiled_for(_input_bytes(sources), sketches)
     setup = functools.partial(chunk_task, settings, read_options, sketches, raw)
     chunks = read_chunks(sources, read_options, stdin, DECIDED_CHUNK_BYTES)
     return chunk_batches(ordered_map(setup, chunks, jobs_here, idle), PIPELINE_BATCH, on_problem, idle)
@@ -1322,6 +1331,7 @@ def _printed_chunks(
     stdin = Streams(_binary(sys.stdin))
     jobs = _chunk_jobs(sources, kw["jobs"])
     if jobs is not None:
+        load_compiled_for(_input_bytes(sources), sketches=False)
         setup = functools.partial(_chunk_printer, settings, read_options, fmt)
         return ordered_map(setup, read_chunks(sources, read_options, stdin), jobs, _idle(sources, stdin))
     docs = read_documents(sources, read_options, problems, stdin)
@@ -1337,12 +1347,20 @@ def _chunk_jobs(sources: list[str], jobs: int) -> int | None:
         return None
     if jobs != AUTO:
         return jobs
+    streams = any(map(is_stream, sources))
+    return default_jobs() if streams or _input_bytes(sources) >= CHUNK_WORKERS_FROM else 1
+
+
+def _input_bytes(sources: list[str]) -> int:
+    """The bytes of the regular files among `sources` (gzip: compressed)."""
     size = 0
     for source in sources:
+        if source == STDIN:
+            continue
         with contextlib.suppress(OSError):
             info = os.stat(source)
             size += info.st_size if stat.S_ISREG(info.st_mode) else 0
-    return default_jobs() if any(map(is_stream, sources)) or size >= CHUNK_WORKERS_FROM else 1
+    return size
 
 
 #: --jobs 0 reads named files with workers from this many bytes on.

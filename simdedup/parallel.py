@@ -90,22 +90,42 @@ def default_jobs() -> int:
 #: ~3 us where only fingerprints are (benchmarks/README.md, "Stop 21").
 COMPILED_DOCS = 80_000
 COMPILED_FINGERPRINT_DOCS = 200_000
+#: The same in bytes of input (English documents: ~650 bytes), for inputs whose size is
+#: known before they are read: load_compiled_for() loads the core at once.
+COMPILED_BYTES = 48 << 20
+COMPILED_FINGERPRINT_BYTES = 128 << 20
+
+
+def load_compiled_for(input_bytes: int, sketches: bool) -> None:
+    """Load the compiled core now, in this process, where an input of `input_bytes`
+    will repay it (COMPILED_BYTES; COMPILED_FINGERPRINT_BYTES without `sketches`):
+    every batch then goes through it (CompiledAfter), and worker processes forked later
+    inherit it instead of loading it each."""
+    if input_bytes >= (COMPILED_BYTES if sketches else COMPILED_FINGERPRINT_BYTES):
+        from .compiled_text import load
+
+        load()
 
 
 class CompiledAfter:
     """Whether a process's next batch goes through the compiled core: once it has done
     COMPILED_DOCS documents, or COMPILED_FINGERPRINT_DOCS without `sketches`, or at
-    once where the process has numba running already (the index's compiled loops,
-    from index.COMPILED_ROWS rows: the core then costs ~20 ms). The results are the
-    same either way. One per process."""
+    once where the process has numba running already (load_compiled_for, in it or in
+    the parent it was forked from; or the index's compiled loops, from
+    index.COMPILED_ROWS rows: the core then costs ~20 ms). The results are the same
+    either way. One per process."""
 
     def __init__(self, sketches: bool) -> None:
         self.left = COMPILED_DOCS if sketches else COMPILED_FINGERPRINT_DOCS
 
     def __call__(self, batch: int) -> bool:
-        ready = self.left <= 0 or "simdedup.compiled" in sys.modules
+        ready = self.left <= 0 or not _NUMBA_LOADERS.isdisjoint(sys.modules)
         self.left -= batch
         return ready
+
+
+#: The modules that run numba as soon as they are imported.
+_NUMBA_LOADERS = frozenset({"simdedup.compiled", "simdedup.compiled_text"})
 
 
 def batch_results(

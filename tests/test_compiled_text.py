@@ -22,7 +22,7 @@ from simdedup import read as read_module
 from simdedup.cli import main
 from simdedup.compiled_text import ascii_batch
 from simdedup.fingerprint import FeatureHasher, text_batch_fingerprints
-from simdedup.parallel import CompiledAfter
+from simdedup.parallel import COMPILED_BYTES, COMPILED_FINGERPRINT_BYTES, CompiledAfter, load_compiled_for
 from simdedup.sketch import OnePermutation, fingerprints_and_sketches, shingle_hashes
 from simdedup.xxh3 import VECTORIZED_MAX
 
@@ -88,9 +88,20 @@ def test_other_settings_do_not_use_the_core() -> None:
         assert text_batch_fingerprints(texts, s, compiled=True) == text_batch_fingerprints(texts, s)
 
 
+def test_an_input_of_known_size_loads_the_core_before_the_workers_fork() -> None:
+    with mock.patch.dict(sys.modules):
+        sys.modules.pop("simdedup.compiled_text", None)
+        load_compiled_for(COMPILED_BYTES - 1, sketches=True)
+        load_compiled_for(COMPILED_FINGERPRINT_BYTES - 1, sketches=False)
+        assert "simdedup.compiled_text" not in sys.modules
+        load_compiled_for(COMPILED_BYTES, sketches=True)
+        assert "simdedup.compiled_text" in sys.modules
+
+
 def test_a_process_switches_after_its_first_documents_or_once_numba_runs() -> None:
     with mock.patch.dict(sys.modules), mock.patch.object(parallel_module, "COMPILED_DOCS", 10):
-        sys.modules.pop("simdedup.compiled", None)  # as in a process whose index is small
+        for name in ("simdedup.compiled", "simdedup.compiled_text"):  # as in a process whose index is small
+            sys.modules.pop(name, None)
         switch = CompiledAfter(sketches=True)
         assert [switch(4), switch(4), switch(4), switch(4)] == [False, False, False, True]  # 8 done, then 12
         assert not CompiledAfter(sketches=False)(1)
@@ -119,6 +130,8 @@ def test_scan_and_fingerprint_write_the_same_bytes_with_the_core(
     for documents in (1 << 30, 0):
         monkeypatch.setattr(parallel_module, "COMPILED_DOCS", documents)
         monkeypatch.setattr(parallel_module, "COMPILED_FINGERPRINT_DOCS", documents)
+        # Off: even though this process has loaded numba (other tests).
+        monkeypatch.setattr(parallel_module, "_NUMBA_LOADERS", frozenset({"not loaded"} if documents else ()))
         outputs = []
         for args in (
             ["scan", str(path), "--format", "tsv"],
