@@ -16,7 +16,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, check_hasher, fingerprint_work
+from .fingerprint import BATCH_SIZE, CompiledAfter, FeatureHasher, HashFunc, check_hasher, fingerprint_work
 from .index import BlockIndex, fingerprint_array, near_pair_arrays
 from .read import Document
 from .settings import MIN_JACCARD, Settings
@@ -44,13 +44,15 @@ def _as_fingerprint_array(fps: np.ndarray | Iterable[int], bits: int) -> np.ndar
 
 
 def fingerprint_documents(
-    docs: Sequence[Document], settings: Settings, hashfunc: HashFunc | None = None
+    docs: Sequence[Document], settings: Settings, hashfunc: HashFunc | None = None, compiled: bool = False
 ) -> list[int | None]:
     """Fingerprints of a batch of documents (None for empty ones). Pure: a document's
-    fingerprint does not depend on the batch, so batches can go to any worker."""
+    fingerprint does not depend on the batch, so batches can go to any worker.
+    `compiled`: ASCII texts through the compiled core (fingerprint.compiled_core), the
+    same fingerprints."""
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     return fingerprint_work(
-        [doc.text if doc.features is None else doc.features for doc in docs], settings, hashfunc
+        [doc.text if doc.features is None else doc.features for doc in docs], settings, hashfunc, compiled
     )
 
 
@@ -119,6 +121,7 @@ class Deduplicator:
         self.hashfunc = hashfunc or FeatureHasher(self.settings.bits, self.settings.seed)
         self.index = index if index is not None else BlockIndex(self.settings.bits, self.settings.distance)
         self.ids = Ids()
+        self._compiled = CompiledAfter(sketches=False)  # when process() turns to the compiled core
 
     def extend(self, fps: np.ndarray | Iterable[int], ids: Ids | Iterable[str]) -> None:
         """Preload kept documents (e.g. from a stored index): they get the next rows.
@@ -237,7 +240,8 @@ class Deduplicator:
         return rows, dists
 
     def process(self, docs: Sequence[Document]) -> list[Decision]:
-        return self.decide_many(docs, fingerprint_documents(docs, self.settings, self.hashfunc))
+        fps = fingerprint_documents(docs, self.settings, self.hashfunc, self._compiled(len(docs)))
+        return self.decide_many(docs, fps)
 
 
 #: Twins are decided apart (_decide_with_twins) once they make more pairs than this many

@@ -38,7 +38,12 @@ from typing import Any, cast
 
 import numpy as np
 
-from .fingerprint import FeatureHasher, HashFunc, fingerprint_work
+from .fingerprint import (
+    CompiledAfter,
+    FeatureHasher,
+    HashFunc,
+    fingerprint_work,
+)
 from .read import Chunk, Document, Problem, ReadOptions, read_chunk
 from .settings import Settings
 from .sketch import fingerprints_and_sketches
@@ -83,15 +88,9 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-#: Documents a process fingerprints by the numpy path before the compiled core
-#: (compiled_text) takes over: numba's first call costs a process about 0.55 s (and
-#: ~115 MB), which the core repays once a run's documents are as many again. It saves
-#: ~7 us a document of English text where sketches and heads are made (scan, filter),
-#: ~3 us where only fingerprints are (benchmarks/README.md, "Stop 21").
-COMPILED_DOCS = 80_000
-COMPILED_FINGERPRINT_DOCS = 200_000
-#: The same in bytes of input (English documents: ~650 bytes), for inputs whose size is
-#: known before they are read: load_compiled_for() loads the core at once.
+#: fingerprint.COMPILED_DOCS and COMPILED_FINGERPRINT_DOCS in bytes of input (English
+#: documents: ~650 bytes), for inputs whose size is known before they are read:
+#: load_compiled_for() loads the core at once.
 COMPILED_BYTES = 48 << 20
 COMPILED_FINGERPRINT_BYTES = 128 << 20
 
@@ -105,27 +104,6 @@ def load_compiled_for(input_bytes: int, sketches: bool) -> None:
         from .compiled_text import load
 
         load()
-
-
-class CompiledAfter:
-    """Whether a process's next batch goes through the compiled core: once it has done
-    COMPILED_DOCS documents, or COMPILED_FINGERPRINT_DOCS without `sketches`, or at
-    once where the process has numba running already (load_compiled_for, in it or in
-    the parent it was forked from; or the index's compiled loops, from
-    index.COMPILED_ROWS rows: the core then costs ~20 ms). The results are the same
-    either way. One per process."""
-
-    def __init__(self, sketches: bool) -> None:
-        self.left = COMPILED_DOCS if sketches else COMPILED_FINGERPRINT_DOCS
-
-    def __call__(self, batch: int) -> bool:
-        ready = self.left <= 0 or not _NUMBA_LOADERS.isdisjoint(sys.modules)
-        self.left -= batch
-        return ready
-
-
-#: The modules that run numba as soon as they are imported.
-_NUMBA_LOADERS = frozenset({"simdedup.compiled", "simdedup.compiled_text"})
 
 
 def batch_results(

@@ -21,7 +21,7 @@ import numpy as np
 
 from .dedup import Decision, Deduplicator, Ids, _repeated
 from .features import normalized_many
-from .fingerprint import HashFunc, normalized_batch_fingerprints
+from .fingerprint import CompiledAfter, HashFunc, normalized_batch_fingerprints
 from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
 from .read import Document
 from .settings import HEAD_CROWD, MIN_JACCARD, Settings
@@ -78,6 +78,7 @@ class VerifyingDeduplicator(Deduplicator):
         self._has = np.zeros(0, bool)
         # The heads of the rows that have one: head_index row h is row _head_rows[h].
         self.head_index = BlockIndex(self.settings.bits, self.index.distance)
+        self._compiled = CompiledAfter(sketches=True)
         self._head_rows = np.zeros(0, np.int64)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -210,7 +211,8 @@ class VerifyingDeduplicator(Deduplicator):
         if self.sketcher != SKETCH:
             return super().process(docs)
         work = [doc.text if doc.features is None else doc.features for doc in docs]
-        return self.decide_many(docs, *fingerprints_and_sketches(work, self.settings, self.hashfunc))
+        made = fingerprints_and_sketches(work, self.settings, self.hashfunc, self._compiled(len(docs)))
+        return self.decide_many(docs, *made)
 
     def decide_many(
         self,

@@ -1,5 +1,6 @@
 """The compiled core for ASCII text (compiled_text.py) gives what the numpy path gives, and
-the commands switch to it after parallel.COMPILED_DOCS documents without changing a byte."""
+the commands and the library switch to it after fingerprint.COMPILED_DOCS documents without
+changing a byte."""
 
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdedup import Settings
+from simdedup import Document, Settings, dedup, fingerprint_texts
 from simdedup import cli as cli_module
-from simdedup import parallel as parallel_module
+from simdedup import fingerprint as fingerprint_module
 from simdedup import read as read_module
+from simdedup import sketch as sketch_module
 from simdedup.cli import main
 from simdedup.compiled_text import ascii_batch
-from simdedup.fingerprint import FeatureHasher, text_batch_fingerprints
-from simdedup.parallel import COMPILED_BYTES, COMPILED_FINGERPRINT_BYTES, CompiledAfter, load_compiled_for
+from simdedup.fingerprint import CompiledAfter, FeatureHasher, text_batch_fingerprints
+from simdedup.parallel import COMPILED_BYTES, COMPILED_FINGERPRINT_BYTES, load_compiled_for
 from simdedup.sketch import OnePermutation, fingerprints_and_sketches, shingle_hashes
 from simdedup.xxh3 import VECTORIZED_MAX
 
@@ -99,7 +101,7 @@ def test_an_input_of_known_size_loads_the_core_before_the_workers_fork() -> None
 
 
 def test_a_process_switches_after_its_first_documents_or_once_numba_runs() -> None:
-    with mock.patch.dict(sys.modules), mock.patch.object(parallel_module, "COMPILED_DOCS", 10):
+    with mock.patch.dict(sys.modules), mock.patch.object(fingerprint_module, "COMPILED_DOCS", 10):
         for name in ("simdedup.compiled", "simdedup.compiled_text"):  # as in a process whose index is small
             sys.modules.pop(name, None)
         switch = CompiledAfter(sketches=True)
@@ -128,10 +130,12 @@ def test_scan_and_fingerprint_write_the_same_bytes_with_the_core(
     monkeypatch.setattr(cli_module, "DECIDED_CHUNK_BYTES", 1000)
     runs = {}
     for documents in (1 << 30, 0):
-        monkeypatch.setattr(parallel_module, "COMPILED_DOCS", documents)
-        monkeypatch.setattr(parallel_module, "COMPILED_FINGERPRINT_DOCS", documents)
+        monkeypatch.setattr(fingerprint_module, "COMPILED_DOCS", documents)
+        monkeypatch.setattr(fingerprint_module, "COMPILED_FINGERPRINT_DOCS", documents)
         # Off: even though this process has loaded numba (other tests).
-        monkeypatch.setattr(parallel_module, "_NUMBA_LOADERS", frozenset({"not loaded"} if documents else ()))
+        monkeypatch.setattr(
+            fingerprint_module, "_NUMBA_LOADERS", frozenset({"not loaded"} if documents else ())
+        )
         outputs = []
         for args in (
             ["scan", str(path), "--format", "tsv"],
@@ -167,3 +171,27 @@ def test_warm_compiles_what_the_runs_call() -> None:
     fingerprints_and_sketches(["Some words, here.", ""], Settings(), FeatureHasher(64), compiled=True)
     text_batch_fingerprints(["x y", "z"], Settings(), compiled=True)
     assert compiled_text.ascii_documents.signatures == warmed
+
+
+@pytest.mark.parametrize("verify", [0.8, None])
+def test_the_library_switches_to_the_core_in_a_long_run(
+    monkeypatch: pytest.MonkeyPatch, verify: float | None
+) -> None:
+    texts = [f"Document {i}: the same few words, over and over, {i % 50}" for i in range(1500)]
+    docs = [Document(str(i), t, b"") for i, t in enumerate(texts)]
+    runs = {}
+    for documents in (1 << 30, 500):
+        monkeypatch.setattr(fingerprint_module, "COMPILED_DOCS", documents)
+        monkeypatch.setattr(fingerprint_module, "COMPILED_FINGERPRINT_DOCS", documents)
+        monkeypatch.setattr(fingerprint_module, "_NUMBA_LOADERS", frozenset({"not loaded"}))
+        core = mock.Mock(wraps=fingerprint_module.compiled_core)
+        monkeypatch.setattr(fingerprint_module, "compiled_core", core)
+        monkeypatch.setattr(sketch_module, "compiled_core", core)
+        decisions = [(d.status, d.row, d.fingerprint) for d in dedup(docs, batch_size=256, verify=verify)]
+        by_dedup = core.call_count
+        fps = fingerprint_texts(texts)
+        used = [by_dedup > 0, core.call_count > by_dedup]
+        runs[documents] = (decisions, fps, used)
+        monkeypatch.undo()
+    assert runs[500][:2] == runs[1 << 30][:2]
+    assert (runs[500][2], runs[1 << 30][2]) == ([True, True], [False, False])
