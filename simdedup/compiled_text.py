@@ -8,7 +8,7 @@ keeps state between calls or prints.
 
 numba costs a process about half a second the first time it calls a compiled function
 (compiled.py's docstring), so callers switch to this core only once a run is large
-(parallel.CompiledAfter); the results are the same either way.
+(fingerprint.CompiledAfter); the results are the same either way.
 """
 
 from __future__ import annotations
