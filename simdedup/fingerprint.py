@@ -73,6 +73,7 @@ class FeatureHasher:
         new = set(features).difference(cache)
         if len(cache) + len(new) > self.cache_size:
             cache.clear()
+            new = set(features)  # the cached ones were dropped with the rest
         digest, seed = self._digest, self.seed
         for f in new:
             cache[f] = digest(f.encode("utf-8"), seed)

@@ -97,6 +97,22 @@ def test_the_feature_hasher_pickles_without_its_cache_and_hashes_the_same() -> N
     assert clone("word") == before == xxhash.xxh3_64_intdigest(b"word")
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    batches=st.lists(st.lists(st.sampled_from(["é1", "é2", "é3", "é4", "字", "ß"]), max_size=6), max_size=8)
+)
+def test_a_full_feature_cache_is_dropped_without_losing_a_hash(batches: list[list[str]]) -> None:
+    # A batch that overflows the cache clears it: the batch's features cached before
+    # were dropped with the rest and must be hashed again (they raised KeyError: a
+    # process that met ~1M distinct non-ASCII words stopped with a traceback).
+    hasher = FeatureHasher(64, cache_size=3)
+    for batch in batches:
+        assert hasher.many(batch) == [xxhash.xxh3_64_intdigest(f.encode()) for f in batch]
+    small = FeatureHasher(64, cache_size=5)
+    texts = [f"mot{i}é autre{i}é et{i % 3}é" for i in range(40)]
+    assert fingerprint_texts(texts, Settings(), small) == fingerprint_texts(texts, Settings())
+
+
 def test_a_document_without_features_has_no_fingerprint() -> None:
     assert fingerprint_texts(["", "   \n\t", "!!! ... ,,, —"]) == [None, None, None]
     assert fingerprint_texts(["0"])[0] is not None
