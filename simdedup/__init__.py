@@ -44,8 +44,13 @@ _WHERE = {
     "Settings": ".settings",
     "block_layout": ".settings",
     "ExitStatus": ".status",
+    "IndexCorruptError": ".status",
+    "IndexFileError": ".status",
+    "IndexLockedError": ".status",
+    "IndexSettingsError": ".status",
     "SettingsError": ".status",
     "SimdedupError": ".status",
+    "IndexSession": ".store",
     "read_index": ".store",
     "write_index": ".store",
     "VerifyingDeduplicator": ".verify",
@@ -99,6 +104,14 @@ if TYPE_CHECKING:  # the names for type checkers, which do not run __getattr__
     from .parallel import fingerprint_batches  # noqa: F401
     from .read import Document, Problem, ReadOptions, read_documents  # noqa: F401
     from .settings import FINGERPRINT_SPEC_VERSION, Settings, block_layout  # noqa: F401
-    from .status import ExitStatus, SettingsError, SimdedupError  # noqa: F401
-    from .store import read_index, write_index  # noqa: F401
+    from .status import (  # noqa: F401
+        ExitStatus,
+        IndexCorruptError,
+        IndexFileError,
+        IndexLockedError,
+        IndexSettingsError,
+        SettingsError,
+        SimdedupError,
+    )
+    from .store import IndexSession, read_index, write_index  # noqa: F401
     from .verify import VerifyingDeduplicator  # noqa: F401

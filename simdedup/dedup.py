@@ -119,6 +119,11 @@ class Deduplicator:
         self.settings = settings or Settings()
         check_hasher(self.settings, hashfunc)
         self.hashfunc = hashfunc or FeatureHasher(self.settings.bits, self.settings.seed)
+        if index is not None and (index.bits, index.distance) != (self.settings.bits, self.settings.distance):
+            raise ValueError(
+                f"an index of {index.bits} bits, distance {index.distance}, for settings of "
+                f"{self.settings.bits} bits, distance {self.settings.distance}"
+            )
         self.index = index if index is not None else BlockIndex(self.settings.bits, self.settings.distance)
         self.ids = Ids()
         self._compiled = CompiledAfter(sketches=False)  # when process() turns to the compiled core
@@ -129,6 +134,8 @@ class Deduplicator:
         `fps` as BlockIndex.fingerprint_array() gives them, or any iterable of ints. An
         Ids given to an empty Deduplicator is taken over, not copied (it may hold
         gigabytes): it then grows with the rows kept later."""
+        if isinstance(ids, (str, bytes)):
+            raise TypeError("ids are a collection of str, not one str")
         fps = _as_fingerprint_array(fps, self.settings.bits)
         if not isinstance(ids, Ids):
             packed = Ids()
@@ -333,7 +340,10 @@ def batches(
     waiting on its writer, so what has come is decided now)."""
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"a batch size must be a positive integer, not {size!r}")
-    it = iter(items)
+    return _batches(iter(items), size, flush)
+
+
+def _batches(it: Iterator[Document], size: int, flush: Callable[[], bool] | None) -> Iterator[list[Document]]:
     if flush is None:
         while batch := list(islice(it, size)):
             yield batch
@@ -359,7 +369,9 @@ def dedup(
 ) -> Iterator[Decision]:
     """A Decision for every document, in input order, as `simdedup scan` decides: a
     match within the distance is verified at Jaccard >= `verify` (None: not verified).
-    A given `deduplicator` decides as it was made to.
+    A given `deduplicator` decides as it was made to. Bad arguments are refused here,
+    before the first document is read; documents that are not Documents, when they
+    come (TypeError).
 
     >>> from simdedup.read import Document
     >>> docs = [Document(str(i), t, b"") for i, t in enumerate(["a b c d", "a b c d", ""])]
@@ -374,5 +386,16 @@ def dedup(
         from .verify import VerifyingDeduplicator  # it builds on this module
 
         dd = VerifyingDeduplicator(settings, hashfunc, min_jaccard=verify)
-    for batch in batches(documents, batch_size):
+    if isinstance(documents, (str, bytes)):
+        raise TypeError("dedup takes Documents (simdedup.Document(id, text, raw)), not a str")
+    return _decided(dd, batches(documents, batch_size))
+
+
+def _decided(dd: Deduplicator, batched: Iterator[list[Document]]) -> Iterator[Decision]:
+    for batch in batched:
+        if not all(isinstance(doc, Document) for doc in batch):
+            wrong = next(doc for doc in batch if not isinstance(doc, Document))
+            raise TypeError(
+                f"dedup takes Documents (simdedup.Document(id, text, raw)), not {type(wrong).__name__}"
+            )
         yield from dd.process(batch)

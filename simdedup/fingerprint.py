@@ -87,9 +87,19 @@ class FeatureHasher:
 
 
 def hash_bits(hashes: Sequence[int], bits: int) -> np.ndarray:
-    """An (n, bits) uint8 matrix of 0/1: row r, column i is bit i of hashes[r]."""
+    """An (n, bits) uint8 matrix of 0/1: row r, column i is bit i of hashes[r]. A hash
+    is an int >= 0 of `bits` bits or more (HashFunc); anything else is refused."""
+    if not all(issubclass(t, numbers.Integral) and not issubclass(t, bool) for t in set(map(type, hashes))):
+        bad = next(h for h in hashes if isinstance(h, bool) or not isinstance(h, numbers.Integral))
+        raise ValueError(f"a feature hash is an int >= 0, not {bad!r}")
+    if hashes and min(hashes) < 0:
+        raise ValueError(f"a feature hash is an int >= 0, not {min(hashes)}")
     if bits <= 64:
-        lanes = np.array(hashes, dtype="<u8").reshape(len(hashes), 1)
+        try:
+            lanes = np.array(hashes, dtype="<u8")
+        except OverflowError:  # a hash wider than 64 bits: its low 64 are the bits
+            lanes = np.array([h & _MASK64 for h in hashes], dtype="<u8")
+        lanes = lanes.reshape(len(hashes), 1)
     else:
         words = (bits + 63) // 64
         lanes = np.empty((len(hashes), words), dtype="<u8")
@@ -203,8 +213,8 @@ def fingerprint_texts(
     """Fingerprints of raw texts under `settings` (the library's one-call entry point).
     `texts` is a collection of strings (one str is refused: it would be one text a
     character); a FeatureHasher given must have the settings' bits and seed."""
-    if isinstance(texts, str):
-        raise TypeError("fingerprint_texts takes a collection of texts, not one str: wrap it in a list")
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("fingerprint_texts takes a collection of texts (str), not one: wrap it in a list")
     settings = settings or Settings()
     check_hasher(settings, hashfunc)
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
@@ -212,6 +222,9 @@ def fingerprint_texts(
     compiled = CompiledAfter(sketches=False)
     it = iter(texts)
     while chunk := list(islice(it, BATCH_SIZE)):  # bounded memory for any number of texts
+        if not all(isinstance(t, str) for t in chunk):
+            bad = next(t for t in chunk if not isinstance(t, str))
+            raise TypeError(f"fingerprint_texts takes texts (str), not {type(bad).__name__}")
         fps += text_batch_fingerprints(chunk, settings, hashfunc, compiled(len(chunk)))
     return fps
 
@@ -516,12 +529,19 @@ def occurrence_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int 
 
 
 def distance(a: int, b: int) -> int:
-    """Hamming distance: the number of bits in which two fingerprints differ."""
+    """Hamming distance: the number of bits in which two fingerprints (ints >= 0) differ."""
+    if a < 0 or b < 0:
+        raise ValueError(f"fingerprints are ints >= 0, not {min(a, b)}")
     return (a ^ b).bit_count()
 
 
 def format_fingerprint(fp: int, bits: int = 64) -> str:
-    """Unsigned, zero-padded lowercase hex: 16 digits for 64 bits, 32 for 128."""
+    """Unsigned, zero-padded lowercase hex: bits / 4 digits (16 for 64 bits, 32 for 128).
+    A value outside 0 .. 2 ** bits - 1 is refused (ValueError), not printed longer or signed."""
+    if isinstance(bits, bool) or not isinstance(bits, int) or bits < 64 or bits % 64:
+        raise ValueError(f"fingerprints are 64 bits or a multiple of 64, not {bits!r}")
+    if not 0 <= fp < 1 << bits:
+        raise ValueError(f"not a {bits}-bit fingerprint: {fp!r}")
     return f"{fp:0{bits // 4}x}"
 
 

@@ -683,8 +683,8 @@ class BlockIndex:
 
     def _k(self, distance: int | None) -> int:
         k = self.distance if distance is None else distance
-        if k > self.distance:
-            raise ValueError(f"this index answers distances up to {self.distance}, not {k}")
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= self.distance:
+            raise ValueError(f"this index answers distances from 0 to {self.distance}, not {k!r}")
         return k
 
     # ------------------------------------------------------------------ reporting
@@ -754,8 +754,8 @@ def near_pairs(
 def _check_distance(bits: int, distance: int) -> None:
     if isinstance(bits, bool) or not isinstance(bits, int) or bits < 64 or bits % 64:
         raise ValueError(f"fingerprints are 64 bits or a multiple of 64, not {bits!r}")
-    if isinstance(distance, bool) or not isinstance(distance, int) or not 0 <= distance <= bits:
-        raise ValueError(f"a distance is an int from 0 to {bits}, not {distance!r}")
+    if isinstance(distance, bool) or not isinstance(distance, int) or not 0 <= distance < bits:
+        raise ValueError(f"a distance is an int from 0 to {bits - 1}, not {distance!r}")
 
 
 #: Up to this many fingerprints, near_pair_arrays compares every pair (measured: cheaper

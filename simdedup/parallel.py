@@ -145,6 +145,8 @@ def fingerprint_batches(
     again, so that every document read so far can still be decided. Close the iterator
     (contextlib.closing) to stop the workers early; they also stop when it is garbage.
     """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
+        raise ValueError(f"jobs is an int >= 0 (0: one per CPU), not {jobs!r}")
     setup = partial(_batch_task, settings, sketches)
     cut: deque[tuple[Sequence[Document], int]] = deque()  # batches read, with their number of pieces
     ends = [True]  # whether the last piece taken ends its batch

@@ -222,14 +222,26 @@ def _streams(stdin: IO[bytes] | Lines | Streams | None) -> Streams:
 
 
 def read_documents(
-    paths: Sequence[str],
+    paths: Sequence[str | os.PathLike[str]],
     options: ReadOptions,
     on_problem: OnProblem,
     stdin: IO[bytes] | Lines | Streams | None = None,
 ) -> Iterator[Document]:
     """Every document of every path, in order: directories walked, files by line, "-" =
     stdin, named pipes and devices read as it is (Streams). A directory given twice (or
-    inside another given) is read once."""
+    inside another given) is read once. Paths are str or os.PathLike; one path alone
+    (not in a collection) is refused, here rather than when the documents are read."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        raise TypeError("read_documents takes a collection of paths, not one path: wrap it in a list")
+    names = [os.fspath(path) for path in paths]
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError("paths are str or os.PathLike of str, not bytes")
+    return _documents(names, options, on_problem, stdin)
+
+
+def _documents(
+    paths: list[str], options: ReadOptions, on_problem: OnProblem, stdin: IO[bytes] | Lines | Streams | None
+) -> Iterator[Document]:
     streams = _streams(stdin)
     seen: set[tuple[int, int]] = set()  # the directories read
     said = False  # that a directory's JSONL files are documents, not records: once a run

@@ -105,7 +105,7 @@ def block_layout(bits: int, distance: int) -> tuple[tuple[int, int], ...]:
     least one whole block. Wider blocks come first.
     """
     count = distance + 1
-    if count > bits:
+    if count > bits or count < 1:
         raise SettingsError(f"cannot split {bits} bits into {count} blocks")
     width, extra = divmod(bits, count)
     layout = []

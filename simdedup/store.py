@@ -29,6 +29,7 @@ import xxhash
 
 from .dedup import Deduplicator, Ids
 from .features import SCRIPT_FOLD
+from .fingerprint import FeatureHasher
 from .index import Layout
 from .settings import FINGERPRINT_SPEC_VERSION, HEAD_SPEC, Settings
 from .sketch import SKETCH_SPEC
@@ -194,6 +195,20 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
     return out
 
 
+def check_feature_hash(dd: Deduplicator) -> None:
+    """Refuse a Deduplicator whose feature hash (hashfunc=) is not the one an index file
+    records (fingerprint_record: FeatureHasher of the settings' bits and seed)."""
+    hasher = dd.hashfunc
+    if type(hasher) is not FeatureHasher or (hasher.bits, hasher.seed) != (
+        dd.settings.bits,
+        dd.settings.seed,
+    ):
+        raise IndexSettingsError(
+            f"an index holds fingerprints of xxh3_{dd.settings.bits} feature hashes (seed "
+            f"{dd.settings.seed}); this Deduplicator's hashfunc is {hasher!r}"
+        )
+
+
 def check_settings(path: str | os.PathLike[str], stored: dict[str, Any], settings: Settings) -> None:
     """Refuse to compare this run's fingerprints with a file's made differently."""
     current = fingerprint_record(settings)
@@ -301,8 +316,10 @@ class StoredIndex:
 
     def load_into(self, dd: Deduplicator) -> None:
         """Give a Deduplicator these rows; a VerifyingDeduplicator gets their sketches too.
-        Refused (IndexSettingsError) when its settings made other fingerprints."""
+        Refused (IndexSettingsError) when its settings or feature hash made other
+        fingerprints."""
         check_settings("the stored index", self.fingerprint, dd.settings)
+        check_feature_hash(dd)
         if isinstance(dd, VerifyingDeduplicator) and self.sketches is not None:
             headed = None if self.headed is None else self.headed.astype(bool)
             dd.extend(
@@ -762,6 +779,7 @@ class IndexSession:
         """Give an empty Deduplicator the stored rows, as rows 0..loaded-1."""
         if len(dd.ids):
             raise ValueError("preload needs an empty Deduplicator")
+        check_feature_hash(dd)
         if self._stored is not None:
             self._stored.load_into(dd)
             if not isinstance(dd, VerifyingDeduplicator):

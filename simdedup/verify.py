@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import mmap
+import numbers
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -67,8 +68,12 @@ class VerifyingDeduplicator(Deduplicator):
         sketcher: Sketcher = SKETCH,
     ) -> None:
         super().__init__(settings, hashfunc, index)
-        if not 0.0 < min_jaccard <= 1.0:
-            raise ValueError("min_jaccard must be in (0, 1]")
+        if (
+            isinstance(min_jaccard, bool)
+            or not isinstance(min_jaccard, numbers.Real)
+            or not 0.0 < min_jaccard <= 1.0
+        ):
+            raise ValueError(f"min_jaccard (dedup's verify) is a number in (0, 1], not {min_jaccard!r}")
         self.min_jaccard = min_jaccard
         self.sketcher = sketcher
         # Row r's sketch is _sketches[r] when _has[r]; rows past len(self.ids) are spare.

@@ -120,10 +120,20 @@ def test_an_empty_index_given_to_the_deduplicator_is_the_one_it_fills() -> None:
     # An empty BlockIndex has len() 0; it must still be used, not replaced by a default one.
     from simdedup.index import BlockIndex
 
-    index = BlockIndex(64, 3)
+    index = BlockIndex(64, Settings().distance)
     dd = Deduplicator(Settings(), index=index)
     dd.decide_many([Document("a", "", b"")], [0])
     assert dd.index is index and len(index) == 1
+
+
+def test_an_index_of_other_settings_is_refused() -> None:
+    # It decided at the index's distance while dd.settings said another (library trial).
+    from simdedup.index import BlockIndex
+
+    with pytest.raises(ValueError, match="distance 8, for settings of 64 bits, distance 0"):
+        Deduplicator(Settings(distance=0), index=BlockIndex(64, 8))
+    with pytest.raises(ValueError, match="an index of 128 bits"):
+        Deduplicator(Settings(), index=BlockIndex(128, 4))
 
 
 def test_the_library_dedup_verifies_like_the_cli_unless_told_not_to() -> None:

@@ -5,7 +5,9 @@ would have cleaned first."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,12 +17,18 @@ from simdedup import (
     Deduplicator,
     Document,
     FeatureHasher,
+    IndexSession,
+    ReadOptions,
     Settings,
     VerifyingDeduplicator,
     dedup,
+    distance,
     fingerprint_batch,
+    fingerprint_batches,
     fingerprint_texts,
+    format_fingerprint,
     near_pairs,
+    read_documents,
 )
 from simdedup.status import IndexSettingsError
 from simdedup.store import read_index
@@ -100,8 +108,58 @@ def test_arguments_that_were_silently_coerced_are_refused(call) -> None:
 
 
 def test_one_str_is_not_taken_for_a_collection_of_texts() -> None:
+    for one in ("hello world", b"hello world"):
+        with pytest.raises(TypeError, match="not one: wrap it in a list"):
+            fingerprint_texts(one)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="texts \\(str\\), not NoneType"):
+        fingerprint_texts(["a", None])  # type: ignore[list-item]
+
+
+def test_one_path_is_not_walked_character_by_character(tmp_path: Path) -> None:
+    # read_documents("/data/x.txt") read the directory "/" (the path's first character):
+    # the whole file system (library trial). A Path in a list is read.
+    (tmp_path / "x.txt").write_text("one line\n")
+    for one in (str(tmp_path / "x.txt"), tmp_path / "x.txt"):
+        with pytest.raises(TypeError, match="not one path"):
+            read_documents(one, ReadOptions(), print)  # type: ignore[arg-type]
+    docs = list(read_documents([tmp_path / "x.txt"], ReadOptions(), print))
+    assert [d.text for d in docs] == ["one line"]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: dedup([], verify=True),  # True == 1: Jaccard 1.0 silently
+        lambda: dedup([], verify="0.8"),
+        lambda: dedup([], batch_size=0),  # refused at the call, not at the first document
+        lambda: distance(-1, 0),
+        lambda: format_fingerprint(-1),
+        lambda: format_fingerprint(1 << 64),
+        lambda: format_fingerprint(1, bits=63),
+        lambda: near_pairs([1, 2], 64, 64),  # a distance of every bit: no block layout
+        lambda: BlockIndex(64, 4).query(5, distance=-1),
+        lambda: fingerprint_batch([{"a": 1.0}], hashfunc=lambda f: 1.5),  # a float hash was truncated
+        lambda: fingerprint_batch([{"a": 1.0}], hashfunc=lambda f: -1),
+        lambda: list(fingerprint_batches([], Settings(), jobs=-1)),
+    ],
+)
+def test_library_arguments_a_trial_found_taken_are_refused(call) -> None:
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_a_feature_hash_wider_than_the_fingerprint_gives_its_low_bits() -> None:
+    wide = lambda f: int.from_bytes(hashlib.md5(f.encode()).digest(), "little")  # noqa: E731
+    low = lambda f: wide(f) & ((1 << 64) - 1)  # noqa: E731
+    batch = [{"a": 1.0, "b": 2.0}, {"c": 1.0}]
+    assert fingerprint_batch(batch, 64, wide) == fingerprint_batch(batch, 64, low)
+
+
+def test_wrong_documents_and_ids_are_refused_by_name() -> None:
+    with pytest.raises(TypeError, match="dedup takes Documents"):
+        list(dedup(["a", "b"]))  # type: ignore[list-item]
     with pytest.raises(TypeError, match="not one str"):
-        fingerprint_texts("hello world")
+        Deduplicator().extend([1, 2, 3], "abc")
 
 
 def test_a_stored_index_loads_only_into_a_deduplicator_of_its_settings(tmp_path) -> None:
@@ -119,3 +177,20 @@ def test_a_stored_index_loads_only_into_a_deduplicator_of_its_settings(tmp_path)
     dd = VerifyingDeduplicator()
     stored.load_into(dd)
     assert len(dd.index) == 20
+
+
+def test_an_index_refuses_a_deduplicator_of_another_feature_hash(tmp_path: Path) -> None:
+    # It recorded "xxh3_64" for fingerprints of the caller's hashfunc, and a later run
+    # with the default hash took them for its own (library trial).
+    md5 = lambda f: int.from_bytes(hashlib.md5(f.encode()).digest()[:8], "little")  # noqa: E731
+    path = tmp_path / "seen.simdedup"
+    with IndexSession(path, Settings()) as session:
+        with pytest.raises(IndexSettingsError, match="hashfunc"):
+            session.preload(Deduplicator(Settings(), hashfunc=md5))
+        dd = Deduplicator(Settings())
+        session.preload(dd)
+        dd.process([Document("a", "some words of a text", b"")])
+        session.save(dd)
+    with pytest.raises(IndexSettingsError, match="hashfunc"):
+        read_index(path).load_into(Deduplicator(Settings(), hashfunc=md5))
+    read_index(path).load_into(Deduplicator(Settings(), hashfunc=FeatureHasher(64)))  # the default: taken
