@@ -834,10 +834,10 @@ def _made(
     stop the workers."""
     idle = _idle(sources, stdin)
     jobs_here = _chunk_jobs(sources, jobs)
+    load_compiled_for(_input_bytes(sources), settings, sketches)  # the named files' bytes
     if jobs_here is None:
         docs = read_documents(sources, read_options, on_problem, stdin)
         return _batched(docs, settings, jobs, sketches, idle)
-    load_compiled_for(_input_bytes(sources), sketches)
     setup = functools.partial(chunk_task, settings, read_options, sketches, raw)
     chunks = read_chunks(sources, read_options, stdin, DECIDED_CHUNK_BYTES)
     return chunk_batches(ordered_map(setup, chunks, jobs_here, idle), PIPELINE_BATCH, on_problem, idle)
@@ -1330,8 +1330,8 @@ def _printed_chunks(
     sources, read_options = _sources(paths), _read_options(kw)
     stdin = Streams(_binary(sys.stdin))
     jobs = _chunk_jobs(sources, kw["jobs"])
+    load_compiled_for(_input_bytes(sources), settings, sketches=False)  # the named files' bytes
     if jobs is not None:
-        load_compiled_for(_input_bytes(sources), sketches=False)
         setup = functools.partial(_chunk_printer, settings, read_options, fmt)
         return ordered_map(setup, read_chunks(sources, read_options, stdin), jobs, _idle(sources, stdin))
     docs = read_documents(sources, read_options, problems, stdin)

@@ -429,6 +429,13 @@ def occurrence_head_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list
     return out
 
 
+def compiled_serves(settings: Settings) -> bool:
+    """Whether the compiled core (compiled_core) does any text under these settings with
+    the default feature hash: other tokens, weights, shingles or bits take the numpy
+    path, and loading numba for them would cost ~0.55 s for nothing."""
+    return _occurrence_path(settings, FeatureHasher(settings.bits, settings.seed))
+
+
 def _occurrence_path(settings: Settings, hashfunc: HashFunc) -> bool:
     """Whether a document's column sums are the sums over its token occurrences.
 

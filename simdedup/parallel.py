@@ -42,6 +42,7 @@ from .fingerprint import (
     CompiledAfter,
     FeatureHasher,
     HashFunc,
+    compiled_serves,
     fingerprint_work,
 )
 from .read import Chunk, Document, Problem, ReadOptions, read_chunk
@@ -95,12 +96,14 @@ COMPILED_BYTES = 48 << 20
 COMPILED_FINGERPRINT_BYTES = 128 << 20
 
 
-def load_compiled_for(input_bytes: int, sketches: bool) -> None:
+def load_compiled_for(input_bytes: int, settings: Settings, sketches: bool) -> None:
     """Load the compiled core now, in this process, where an input of `input_bytes`
-    will repay it (COMPILED_BYTES; COMPILED_FINGERPRINT_BYTES without `sketches`):
-    every batch then goes through it (CompiledAfter), and worker processes forked later
-    inherit it instead of loading it each."""
-    if input_bytes >= (COMPILED_BYTES if sketches else COMPILED_FINGERPRINT_BYTES):
+    will repay it (COMPILED_BYTES; COMPILED_FINGERPRINT_BYTES without `sketches`) and
+    the settings are ones it serves (fingerprint.compiled_serves): every batch then goes
+    through it (CompiledAfter), and worker processes forked later inherit it instead of
+    loading it each."""
+    least = COMPILED_BYTES if sketches else COMPILED_FINGERPRINT_BYTES
+    if input_bytes >= least and compiled_serves(settings):
         from .compiled_text import load
 
         load()

@@ -93,10 +93,12 @@ def test_other_settings_do_not_use_the_core() -> None:
 def test_an_input_of_known_size_loads_the_core_before_the_workers_fork() -> None:
     with mock.patch.dict(sys.modules):
         sys.modules.pop("simdedup.compiled_text", None)
-        load_compiled_for(COMPILED_BYTES - 1, sketches=True)
-        load_compiled_for(COMPILED_FINGERPRINT_BYTES - 1, sketches=False)
+        load_compiled_for(COMPILED_BYTES - 1, Settings(), sketches=True)
+        load_compiled_for(COMPILED_FINGERPRINT_BYTES - 1, Settings(), sketches=False)
+        for unserved in (Settings(shingle=2), Settings(weights="tfidf"), Settings(bits=128)):
+            load_compiled_for(COMPILED_FINGERPRINT_BYTES, unserved, sketches=True)  # nothing to do (trial)
         assert "simdedup.compiled_text" not in sys.modules
-        load_compiled_for(COMPILED_BYTES, sketches=True)
+        load_compiled_for(COMPILED_BYTES, Settings(), sketches=True)
         assert "simdedup.compiled_text" in sys.modules
 
 
