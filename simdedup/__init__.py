@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 
 #: Each public name and the module that defines it.
 _WHERE = {
+    "LabelledPair": ".calibrate",
     "calibrate": ".calibrate",
     "Decision": ".dedup",
     "Deduplicator": ".dedup",
@@ -88,7 +89,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # the names for type checkers, which do not run __getattr__
-    from .calibrate import calibrate  # noqa: F401
+    from .calibrate import LabelledPair, calibrate  # noqa: F401
     from .dedup import Decision, Deduplicator, dedup, fingerprint_documents  # noqa: F401
     from .features import extract, normalize, tokenize  # noqa: F401
     from .fingerprint import (  # noqa: F401

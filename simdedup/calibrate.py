@@ -15,7 +15,7 @@ import numpy as np
 
 from .features import normalized_many
 from .fingerprint import BATCH_SIZE, FeatureHasher, distance, normalized_batch_fingerprints
-from .settings import MAX_DISTANCE, Settings
+from .settings import MAX_DISTANCE, MIN_JACCARD, Settings
 from .sketch import similarity, text_sketches
 
 
@@ -65,16 +65,28 @@ def presets(base: Settings, verify: float | None) -> dict[str, tuple[Settings, f
     }
 
 
+def default_presets() -> dict[str, tuple[Settings, float | None]]:
+    """presets() of the default settings, verified as the commands verify."""
+    return presets(Settings(), MIN_JACCARD)
+
+
 def calibrate(
-    pairs: Sequence[LabelledPair],
-    presets: Mapping[str, tuple[Settings, float | None]],
+    pairs: Sequence[LabelledPair | tuple[str, str, bool]],
+    presets: Mapping[str, tuple[Settings, float | None]] | None = None,
     distances: Iterable[int] = range(MAX_DISTANCE + 1),
 ) -> list[Score]:
     """A Score for every preset and distance: a pair is predicted a duplicate when both
     texts have fingerprints within the distance (and, with a minimum Jaccard, when the
     estimate from their sketches reaches it, as in scan, where their head fingerprints
-    within the distance make them candidates too). An empty text is never a duplicate."""
+    within the distance make them candidates too). An empty text is never a duplicate.
+    Pairs are LabelledPairs or (a, b, duplicate) tuples; `presets` default to the
+    command's for the default settings (default_presets())."""
+    pairs = [p if isinstance(p, LabelledPair) else LabelledPair(*p) for p in pairs]
+    if presets is None:
+        presets = default_presets()
     distances = list(distances)
+    if not all(isinstance(k, int) and not isinstance(k, bool) and 0 <= k <= MAX_DISTANCE for k in distances):
+        raise ValueError(f"distances are ints from 0 to {MAX_DISTANCE}, not {distances!r}")
     scores = []
     similarities: dict[bool, np.ndarray] = {}  # by fold: the presets share their sketches
     for name, (settings, min_jaccard) in presets.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from simdedup import Document, Settings, dedup
@@ -94,3 +95,17 @@ def test_cli_refuses_a_file_without_pairs(tmp_path: Path) -> None:
     path.write_text("\n")
     result = CliRunner().invoke(main, ["calibrate", str(path)])
     assert result.exit_code == 3 and "no labelled pairs" in result.stderr
+
+
+def test_the_library_call_takes_plain_tuples_and_the_commands_presets() -> None:
+    # It needed LabelledPairs and presets, neither of them exported (library trial).
+    from simdedup import LabelledPair as Exported
+    from simdedup import calibrate as calibrate_function
+
+    assert Exported is LabelledPair
+    tuples = [(p.a, p.b, p.duplicate) for p in PAIRS]
+    by_default = calibrate_function(tuples, distances=[4])
+    assert [s.preset for s in by_default][:2] == ["settings", "--no-verify"]
+    assert by_default == calibrate_function([LabelledPair(*t) for t in tuples], distances=[4])
+    with pytest.raises(ValueError, match="distances are ints"):
+        calibrate_function(tuples, distances=[-1])
