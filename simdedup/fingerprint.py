@@ -92,21 +92,26 @@ def hash_bits(hashes: Sequence[int], bits: int) -> np.ndarray:
     if not all(issubclass(t, numbers.Integral) and not issubclass(t, bool) for t in set(map(type, hashes))):
         bad = next(h for h in hashes if isinstance(h, bool) or not isinstance(h, numbers.Integral))
         raise ValueError(f"a feature hash is an int >= 0, not {bad!r}")
-    if hashes and min(hashes) < 0:
-        raise ValueError(f"a feature hash is an int >= 0, not {min(hashes)}")
     if bits <= 64:
         try:
             lanes = np.array(hashes, dtype="<u8")
-        except OverflowError:  # a hash wider than 64 bits: its low 64 are the bits
+        except OverflowError:  # a negative hash, or one wider than 64 bits: its low 64 are the bits
+            _check_unsigned(hashes)
             lanes = np.array([h & _MASK64 for h in hashes], dtype="<u8")
         lanes = lanes.reshape(len(hashes), 1)
     else:
+        _check_unsigned(hashes)
         words = (bits + 63) // 64
         lanes = np.empty((len(hashes), words), dtype="<u8")
         for w in range(words):
             lanes[:, w] = [(h >> (64 * w)) & _MASK64 for h in hashes]
     as_bytes = lanes.view(np.uint8).reshape(len(hashes), 8 * lanes.shape[1])
     return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :bits]
+
+
+def _check_unsigned(hashes: Sequence[int]) -> None:
+    if hashes and min(hashes) < 0:
+        raise ValueError(f"a feature hash is an int >= 0, not {min(hashes)}")
 
 
 def column_sums(

@@ -165,7 +165,7 @@ def fingerprints_and_sketches(
         )
     texts = [i for i, w in enumerate(work) if isinstance(w, str)]
     core = None
-    if compiled and len(texts) == len(work) and isinstance(SKETCH, OnePermutation):
+    if compiled and len(texts) == len(work):
         core = compiled_core(work, settings, hashfunc, True, SKETCH.bins, SKETCH.bits)  # type: ignore[arg-type]
     if core is not None:
         rows, fps, heads, sketches = core

@@ -197,15 +197,12 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
 
 def check_feature_hash(dd: Deduplicator) -> None:
     """Refuse a Deduplicator whose feature hash (hashfunc=) is not the one an index file
-    records (fingerprint_record: FeatureHasher of the settings' bits and seed)."""
-    hasher = dd.hashfunc
-    if type(hasher) is not FeatureHasher or (hasher.bits, hasher.seed) != (
-        dd.settings.bits,
-        dd.settings.seed,
-    ):
+    records (fingerprint_record); a FeatureHasher of other bits or seed than its settings'
+    it refused already (fingerprint.check_hasher)."""
+    if type(dd.hashfunc) is not FeatureHasher:
         raise IndexSettingsError(
             f"an index holds fingerprints of xxh3_{dd.settings.bits} feature hashes (seed "
-            f"{dd.settings.seed}); this Deduplicator's hashfunc is {hasher!r}"
+            f"{dd.settings.seed}); this Deduplicator's hashfunc is {dd.hashfunc!r}"
         )
 
 
