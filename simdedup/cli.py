@@ -59,6 +59,7 @@ from .read import (
     ReadOptions,
     Streams,
     is_stream,
+    load_json,
     printable,
     read_chunks,
     read_documents,
@@ -1583,18 +1584,20 @@ def calibrate_command(
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = load_json(line)
                 if not isinstance(record, dict):
                     raise ValueError(f"a JSON {type(record).__name__}, not an object")
                 a, b, label = record[a_field], record[b_field], record[label_field]
                 if not isinstance(a, str) or not isinstance(b, str) or label not in (True, False, 0, 1):
                     raise ValueError(f"{a_field!r}, {b_field!r} must be text, {label_field!r} true or false")
-            except (ValueError, KeyError, TypeError) as e:
+            except (ValueError, KeyError, TypeError, RecursionError) as e:
                 what = (
                     f"missing field {e}"
                     if isinstance(e, KeyError)
                     else f"not JSON: {e}"
                     if isinstance(e, json.JSONDecodeError)
+                    else "JSON nested too deeply to read (about 1,000 levels)"
+                    if isinstance(e, RecursionError)
                     else str(e)
                 )
                 click.echo(f"{pairs_path}:{n}: error: {what}", err=True)

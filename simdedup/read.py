@@ -24,7 +24,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
@@ -548,16 +548,19 @@ def _parse_record(
     if not text.strip():
         return None  # blank lines between records are not records
     try:
-        record = json.loads(text)
+        record = load_json(text)
     except json.JSONDecodeError as e:
         at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at"
         on_problem(Problem(where, "bad-json", f"not JSON: {e.msg}{at} column {e.colno}"))
+        return None
+    except RecursionError:
+        on_problem(Problem(where, "bad-json", "JSON nested too deeply to read (about 1,000 levels)"))
         return None
     if not isinstance(record, dict):
         on_problem(Problem(where, "bad-record", f"a JSON {type(record).__name__}, not an object"))
         return None
     ident = record.get(options.id_field)
-    doc_id = where if ident is None else ident if isinstance(ident, str) else json.dumps(ident)
+    doc_id = where if ident is None else ident if type(ident) is str else _id_text(ident)
     if options.features_field is not None:
         features = _features(record.get(options.features_field))
         if isinstance(features, str):
@@ -565,11 +568,48 @@ def _parse_record(
             return None
         return Document(doc_id, "", raw, features)
     body = record.get(options.text_field)
-    if not isinstance(body, str):
-        what = "no" if body is None else f"a non-string ({type(body).__name__})"
+    if type(body) is not str:
+        what = (
+            "no"
+            if options.text_field not in record
+            else "a null"
+            if body is None
+            else f"a non-string ({'int' if isinstance(body, _LongInt) else type(body).__name__})"
+        )
         on_problem(Problem(where, "bad-record", f"{what} {options.text_field!r} field"))
         return None
     return Document(_unpaired(doc_id, where, on_problem), _unpaired(body, where, on_problem), raw)
+
+
+class _LongInt(str):
+    """A JSON integer longer than Python converts (sys.get_int_max_str_digits), kept as
+    its digits: a record holding one elsewhere than in its text is still read, and as an
+    id it reads as json.dumps would write it."""
+
+
+def _long_int(digits: str) -> int | str:
+    try:
+        return int(digits)
+    except ValueError:
+        return _LongInt(digits)
+
+
+def _id_text(ident: object) -> str:
+    """A JSONL id that is not a string, as JSON writes it (1, true, [1, 2])."""
+    return str.__str__(ident) if isinstance(ident, _LongInt) else json.dumps(ident)
+
+
+def load_json(text: str) -> Any:
+    """json.loads, but an integer of more digits than int() converts stays its digits
+    (_LongInt) instead of failing the record; only records holding one pay for it.
+    Raises json.JSONDecodeError, or RecursionError for arrays or objects nested about
+    1,000 deep."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        return json.loads(text, parse_int=_long_int)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -578,7 +578,7 @@ def _read_header(path: str | os.PathLike[str], f: BinaryIO) -> tuple[dict[str, A
         header = json.loads(header_bytes.decode("utf-8"))
         header["format_version"] = version
         specs = _array_specs(header, version)
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
         raise _corrupt(path, f"unreadable header: {e}") from e
     expected = _PREAMBLE.size + header_len + _TRAILER.size
     for _, dtype, shape in specs:

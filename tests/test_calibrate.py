@@ -70,7 +70,7 @@ def test_presets_start_from_the_given_settings() -> None:
 def test_cli_prints_a_table_and_names_bad_lines(tmp_path: Path) -> None:
     path = tmp_path / "pairs.jsonl"
     lines = [json.dumps({"a": p.a, "b": p.b, "duplicate": p.duplicate}) for p in PAIRS]
-    path.write_text("\n".join([*lines, "not json", '{"a": "x"}']) + "\n")
+    path.write_text("\n".join([*lines, "not json", '{"a": "x"}', "[" * 1000 + "]" * 1000]) + "\n")
     result = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "4"])
     assert result.exit_code == 3
     assert result.stdout.startswith("4 pairs, 2 labelled duplicate\n")
@@ -78,6 +78,7 @@ def test_cli_prints_a_table_and_names_bad_lines(tmp_path: Path) -> None:
     assert len(rows) == 5  # the settings (verified), at k = 0..4
     assert f"{path}:5: error: not JSON" in result.stderr
     assert f"{path}:6: error: missing field 'b'" in result.stderr
+    assert f"{path}:7: error: JSON nested too deeply to read (about 1,000 levels)" in result.stderr
 
 
 def test_cli_json_marks_the_best_distance(tmp_path: Path) -> None:

@@ -259,6 +259,35 @@ def test_a_bad_jsonl_line_is_named_by_path_and_line(tmp_path: Path) -> None:
     assert errors[1] == f"{f}:3: error: no 'text' field"
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_json_python_cannot_read_as_is_is_an_error_or_kept_and_the_run_goes_on(
+    tmp_path: Path, jobs: str
+) -> None:
+    # Valid JSON that json.loads fails on: nesting past the recursion limit (a
+    # RecursionError) and integers past int()'s 4,300 digits (a ValueError). A record
+    # with a long integer is read; the deep one is named; the records after both are kept.
+    deep = '{"id": "deep", "text": "x", "m": ' + "[" * 1000 + "]" * 1000 + "}"
+    lines = [
+        '{"id": 1, "text": "the first record is plain"}',
+        deep,
+        '{"id": "n", "text": "a long number rides along", "n": ' + "9" * 5000 + "}",
+        '{"id": ' + "7" * 5000 + ', "text": "an id of five thousand digits"}',
+        '{"id": "t", "text": ' + "8" * 5000 + "}",
+        '{"id": "z", "text": null}',
+        '{"id": 2, "text": "the last record is plain too"}',
+    ]
+    f = tmp_path / "odd.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    result = run("filter", str(f), "--jobs", jobs)
+    assert result.exit_code == 3 and "Traceback" not in result.stderr
+    assert result.stdout.splitlines() == [lines[0], lines[2], lines[3], lines[6]]
+    assert f"{f}:2: error: JSON nested too deeply to read (about 1,000 levels)" in result.stderr
+    assert f"{f}:5: error: a non-string (int) 'text' field" in result.stderr
+    assert f"{f}:6: error: a null 'text' field" in result.stderr
+    ids = [line.split("\t")[1] for line in run("fingerprint", str(f), "--jobs", jobs).stdout.splitlines()]
+    assert ids == ["1", "n", "7" * 5000, "2"]
+
+
 def test_invalid_utf8_is_counted_and_the_raw_bytes_survive(tmp_path: Path) -> None:
     f = tmp_path / "mixed.txt"
     f.write_bytes(b"caf\xe9 au lait is a drink\nplain line of text\n")
