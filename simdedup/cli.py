@@ -633,6 +633,7 @@ class Outputs(contextlib.ExitStack):
         self.stdout_owner: str | None = None
         for path, what in planned:
             self._claim(path, what)
+        _refuse_stdout_clash(self.sources, self.taken, self.options)
 
     def _claim(self, path: str | None, what: str) -> None:
         if path is None or (path, what) in self.taken or (path == "-" and self.stdout_owner == what):
@@ -715,6 +716,46 @@ def _outputs_planned(kw: dict[str, Any], *first: tuple[str | None, str]) -> list
         (kw["summary_json"], "--summary-json"),
     ]
     return [*first, *named]
+
+
+def _refuse_stdout_clash(
+    sources: Sequence[str], outputs: Iterable[tuple[str, str]] = (), options: ReadOptions | None = None
+) -> None:
+    """Refuse a stdout redirected to a file the run reads or writes another way, as
+    `cat` refuses `cat f >> f`: an input (which the run would read back as it grows),
+    a file inside an input directory, stdin itself, or another output (the two would
+    write over each other). Checked by the file's identity, before any work."""
+    try:
+        out = os.fstat(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # not a file descriptor (a test's capture)
+        return
+    if not stat.S_ISREG(out.st_mode):
+        return
+
+    def same(path: str) -> bool:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino)
+
+    with contextlib.suppress(OSError, ValueError):
+        st = os.fstat(sys.stdin.fileno())
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino) and (not sources or STDIN in sources):
+            raise CliError("stdout is the file stdin reads; it would read what it writes")
+    name = None
+    with contextlib.suppress(OSError):
+        name = os.readlink(f"/proc/self/fd/{sys.stdout.fileno()}")  # Linux: the file's path
+    for source in sources:
+        if source == STDIN:
+            continue
+        if same(source):
+            raise CliError(f"stdout is the input {source}; it would read what it writes")
+        if name and os.path.isdir(source) and walk_reads(source, name, options or ReadOptions()):
+            raise CliError(f"stdout is {name}, inside the input directory {source}, which would read it")
+    for path, what in outputs:
+        if path != "-" and same(path):
+            raise CliError(f"stdout and {what} are the same file, {path}")
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -1329,6 +1370,7 @@ def _printed_chunks(
     fingerprint and format (read.read_chunks; the main process only copies bytes);
     directories a document at a time, fingerprinted in batches."""
     sources, read_options = _sources(paths), _read_options(kw)
+    _refuse_stdout_clash(sources, (), read_options)
     stdin = Streams(_binary(sys.stdin))
     jobs = _chunk_jobs(sources, kw["jobs"])
     load_compiled_for(_input_bytes(sources), settings, sketches=False)  # the named files' bytes
@@ -1826,6 +1868,7 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
     """
     settings, verify = _settings(kw), _verify(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
+    _refuse_stdout_clash(_sources(sources), ((path, "the index"),), _read_options(dict(kw)))
     stored = read_index(path)
     check_settings(path, stored.fingerprint, settings)
     dd = deduplicator(settings, verify)

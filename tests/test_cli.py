@@ -478,6 +478,50 @@ def test_python_dash_m_runs_the_cli(lines: Path) -> None:
     assert result.returncode == 0 and "kept" in result.stdout
 
 
+def test_stdout_redirected_into_an_input_or_an_output_is_refused_before_any_work(
+    lines: Path, tmp_path: Path
+) -> None:
+    # `filter f >> f` would read its own output back; `--report r > r` would write two
+    # streams over each other. The shell opens stdout, so only the run can tell.
+    before = lines.read_bytes()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text("a document in a directory\n")
+    report = tmp_path / "report.jsonl"
+    cases = [
+        (["filter", str(lines)], lines, "a", f"stdout is the input {lines}"),
+        (["fingerprint", str(lines)], lines, "a", f"stdout is the input {lines}"),
+        (
+            ["scan", str(lines), "--report", str(report)],
+            report,
+            "w",
+            f"stdout and --report are the same file",
+        ),
+        (["scan", str(tmp_path / "d")], tmp_path / "d" / "out.tsv", "w", "inside the input directory"),
+        (["filter"], lines, "a", "stdout is the file stdin reads"),
+    ]
+    for args, out, mode, message in cases:
+        with open(out, mode) as stdout, open(lines, "rb") as stdin:
+            result = subprocess.run(
+                simdedup(*args), stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, text=True
+            )
+        assert result.returncode == 2, args
+        assert message in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert lines.read_bytes() == before
+    index = tmp_path / "kept.sdx"
+    assert subprocess.run(simdedup("scan", "-q", str(lines), "--index", str(index))).returncode == 0
+    stored = index.read_bytes()
+    with open(index, "a") as stdout:
+        result = subprocess.run(
+            simdedup("index", "query", str(index), str(lines)), stdout=stdout, stderr=subprocess.PIPE
+        )
+    assert result.returncode == 2 and b"stdout and the index are the same file" in result.stderr
+    assert index.read_bytes() == stored
+    # Appending to a file that is no input is still fine.
+    with open(tmp_path / "kept.txt", "a") as stdout:
+        assert subprocess.run(simdedup("filter", str(lines)), stdout=stdout).returncode == 0
+    assert (tmp_path / "kept.txt").read_bytes().count(b"\n") == 4  # 3 unique, 1 empty
+
+
 CHILD_THREADS = "import simdedup.__main__, os; print(len(os.listdir('/proc/self/task')))"
 
 
