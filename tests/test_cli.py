@@ -494,7 +494,7 @@ def test_stdout_redirected_into_an_input_or_an_output_is_refused_before_any_work
             ["scan", str(lines), "--report", str(report)],
             report,
             "w",
-            f"stdout and --report are the same file",
+            "stdout and --report are the same file",
         ),
         (["scan", str(tmp_path / "d")], tmp_path / "d" / "out.tsv", "w", "inside the input directory"),
         (["filter"], lines, "a", "stdout is the file stdin reads"),
