@@ -169,7 +169,10 @@ class SimdedupGroup(click.Group):
         _fewer_collections()
         try:
             with _sigterm_as_ctrl_c():
-                return super().invoke(ctx)
+                try:
+                    return super().invoke(ctx)
+                except KeyboardInterrupt:  # where no command handles it: starting, loading an index
+                    raise CliError("interrupted", _interrupted()) from None
         except SimdedupError as e:
             raise CliError(str(e), e.exit_status) from e
         except BrokenPipeError:  # `simdedup ... | head`: stop quietly
@@ -259,6 +262,20 @@ class _Writing:
 
 
 _WRITING = _Writing()
+
+
+@contextlib.contextmanager
+def _finishing() -> Iterator[_Writing]:
+    """The end of a deciding run, once every document read is decided: the group
+    listing, --summary-json and the --index save. A Ctrl-C or SIGTERM then waits for
+    them (its `caught` is set), so that the index saved holds what the outputs hold; a
+    second one stops at once."""
+    with _WRITING.installed() as writing:
+        writing.now, writing.caught = True, False
+        try:
+            yield writing
+        finally:
+            writing.now = writing.caught = False
 
 
 def _interrupted() -> ExitStatus:
@@ -1103,11 +1120,15 @@ def _finish(
     summary_json: IO[bytes] | None,
     session: IndexSession | None = None,
     stdout_closed: bool = False,
+    held: _Writing | None = None,
 ) -> ExitStatus:
     """The end of a deciding run: its exit status, the --summary-json record, then the
     --index saved, then the summary on stderr. Every output is written before the save,
     so an output that fails (a full disk) leaves the index as it was, and a rerun of the
-    day writes the same documents again."""
+    day writes the same documents again. `held`: a Ctrl-C or SIGTERM that came once
+    every document was decided (_finishing) makes the status an interrupted one."""
+    late = held is not None and held.caught and not interrupted
+    interrupted = interrupted or late
     if stdout_closed:
         status = ExitStatus.BROKEN_PIPE
     elif interrupted:
@@ -1135,8 +1156,20 @@ def _finish(
         summary_json.write((json.dumps(record, indent=2) + "\n").encode("utf-8"))
         summary_json.flush()
     if session is not None:
-        session.save(dd)
-    if interrupted:
+        try:
+            session.save(dd)
+        except KeyboardInterrupt:
+            raise CliError(
+                f"interrupted again while saving {session.path}: it is left as it was before this run, "
+                "so it lacks the documents this run wrote to its outputs",
+                _interrupted(),
+            ) from None
+    if held is not None and held.caught and not interrupted:  # came after --summary-json was written
+        late = interrupted = True
+        status = _interrupted()
+    if late:
+        messages.info("interrupted once every document was decided: the outputs hold all of them")
+    elif interrupted:
         messages.info("interrupted: the outputs hold every document decided so far")
     if session is not None and session.dropped_sketches:
         messages.info(
@@ -1248,17 +1281,18 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
         summary, groups, interrupted = _run(
             sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"]
         )
-        closed = False
-        if outputs.stdout_owner is None:
-            fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
-            try:
-                _write_groups(groups, dd, fmt)
-            except BrokenPipeError:  # `scan ... | head`: every document was decided already
-                _stdout_to_devnull()
-                closed = True
-        status = _finish(
-            summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json, session, closed
-        )
+        with _finishing() as held:
+            closed = False
+            if outputs.stdout_owner is None:
+                fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
+                try:
+                    _write_groups(groups, dd, fmt)
+                except BrokenPipeError:  # `scan ... | head`: every document was decided already
+                    _stdout_to_devnull()
+                    closed = True
+            fail = kw["fail_on_duplicates"]
+            status = _finish(summary, dd, messages, interrupted, fail, summary_json, session, closed, held)
+            outputs.close()  # --summary-json renamed into place
     sys.exit(status)
 
 
@@ -1311,8 +1345,12 @@ def filter_(source: str | None, **kw: Any) -> None:
         summary, _, interrupted = _run(
             sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"], keep_groups=False
         )
-        stdout.flush()
-        status = _finish(summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json, session)
+        with _finishing() as held:
+            stdout.flush()
+            status = _finish(
+                summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json, session, held=held
+            )
+            outputs.close()  # --summary-json renamed into place
     sys.exit(status)
 
 

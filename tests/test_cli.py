@@ -647,6 +647,83 @@ def test_ctrl_c_while_a_batch_is_decided_still_writes_its_decisions(tmp_path: Pa
     assert [d["id"] for d in decided] == [f"{docs}:{i + 1}" for i in range(len(decided))]
 
 
+SLOW_SAVE = """
+import os, sys, time
+from simdedup import store
+from simdedup.cli import main
+
+method = os.environ.get("SLOW", "save")  # or preload: loading the index, before any work
+original = getattr(store.IndexSession, method)
+
+def slow(self, dd):
+    open(os.environ["SAVING"], "w").close()
+    time.sleep(1.5)
+    return original(self, dd)
+
+setattr(store.IndexSession, method, slow)
+sys.exit(main())
+"""
+
+
+def signalled_while_slow(method: str, marker: Path, sig: int, args: list[str]) -> tuple[str, str, int]:
+    """(stdout, stderr, exit status) of a run whose IndexSession `method` takes 1.5 s,
+    sent `sig` once it has begun."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SAVE, *args],
+        env={**os.environ, "SAVING": str(marker), "SLOW": method},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=30)
+    return stdout, stderr, proc.returncode
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_once_every_document_is_decided_waits_for_the_index_save(
+    lines: Path, tmp_path: Path, sig: int, status: int
+) -> None:
+    # Ctrl-C or SIGTERM while the group listing, --summary-json or the index are being
+    # written: they are finished, so that the index holds what the outputs hold (trial:
+    # it gave "Aborted!", exit 1, and the index without tonight's documents).
+    saving, index, report = tmp_path / "saving", tmp_path / "seen.sdx", tmp_path / "report.jsonl"
+    args = [
+        "scan",
+        str(lines),
+        "--index",
+        str(index),
+        "--report",
+        str(report),
+        "--summary-json",
+        str(tmp_path / "s"),
+    ]
+    stdout, stderr, returncode = signalled_while_slow("save", saving, sig, args)
+    assert returncode == status, stderr
+    assert "interrupted once every document was decided: the outputs hold all of them" in stderr
+    assert "Traceback" not in stderr and "Aborted" not in stderr
+    unique = [r["id"] for r in map(json.loads, report.read_text().splitlines()) if r["status"] == "unique"]
+    assert len(unique) == 3 and stdout.count("\tkept\t") == 2  # the listing is whole
+    info = run("index", "info", str(index))
+    assert info.exit_code == 0 and "fingerprints: 3\n" in info.stdout
+    assert (tmp_path / "s").exists()
+
+
+def test_a_signal_while_the_index_loads_is_an_interrupted_exit_status(lines: Path, tmp_path: Path) -> None:
+    saving, index = tmp_path / "loading", tmp_path / "seen.sdx"
+    assert run("scan", "-q", str(lines), "--index", str(index)).exit_code == 0
+    stored = index.read_bytes()
+    for sig, status in [(signal.SIGINT, 130), (signal.SIGTERM, 143)]:
+        got = signalled_while_slow("preload", saving, sig, ["scan", str(lines), "--index", str(index)])
+        assert got == ("", "Error: interrupted\n", status)
+        assert index.read_bytes() == stored
+        saving.unlink()
+
+
 def line_within(stream: IO[bytes], seconds: float = 30) -> bytes:
     ready, _, _ = select.select([stream], [], [], seconds)
     assert ready, f"no output within {seconds} s"
