@@ -18,6 +18,7 @@ import json
 import os
 import struct
 import tempfile
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -236,7 +237,8 @@ class StoredIndex:
     the id whose UTF-8 bytes end at id_ends[i] in id_bytes, kept by runs[run_rows[i]].
 
     `fingerprint` is the fingerprint_record the rows were made with; each run is a dict
-    with at least "name", "started", "finished" and "added" (rows it kept)."""
+    with at least "name", "started", "finished" and "added" (rows it kept), and "id"
+    (random) since runs have ids."""
 
     fingerprint: dict[str, Any]
     fingerprints: np.ndarray
@@ -284,8 +286,8 @@ class StoredIndex:
 
     def without_runs(self, runs: Iterable[dict[str, Any]]) -> StoredIndex:
         """This index without the rows (and runs) of the runs also in `runs`: those with
-        the same name, start, finish and count, as a merge made before copied them. A
-        retried `index merge` then adds nothing twice."""
+        the same id, name, start, finish and count (run_key), as a merge made before
+        copied them. A retried `index merge` then adds nothing twice."""
         known = {run_key(run) for run in runs}
         keep = np.array([run_key(run) not in known for run in self.runs], bool)
         if keep.all():
@@ -804,7 +806,7 @@ class IndexSession:
         blob, ends = dd.ids.to_arrays()
         added = len(ends) - self.loaded
         now = _now()
-        run = {"name": self.run_name, "started": self.started, "finished": now, "added": added}
+        run = {"name": self.run_name, "started": self.started, "finished": now, "added": added, "id": _run_id()}
         sketches, sketched = self._sketches, self._sketched
         heads, headed = self._heads, self._headed
         if isinstance(dd, VerifyingDeduplicator):
@@ -845,8 +847,15 @@ class IndexSession:
 
 
 def run_key(run: dict[str, Any]) -> tuple[Any, ...]:
-    """What tells one run from another: its name, start, finish and rows added."""
-    return (run.get("name"), run.get("started"), run.get("finished"), run.get("added"))
+    """What tells one run from another: its id, random and given when it is saved, and
+    its name, start, finish and rows added. Runs saved before runs had ids tell apart by
+    the rest alone, to the second: two shards named alike that started and finished in
+    the same seconds with as many rows each were taken for one, and a merge dropped one."""
+    return (run.get("id"), run.get("name"), run.get("started"), run.get("finished"), run.get("added"))
+
+
+def _run_id() -> str:
+    return uuid.uuid4().hex
 
 
 def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:

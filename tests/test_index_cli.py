@@ -355,6 +355,25 @@ def test_index_merge_adds_each_shard_to_out(index: Path, tmp_path: Path) -> None
     assert snapshot(merged)[2] == ["monday"] * 6 + ["shard 0"] * 3 + ["shard 1"] * 3
 
 
+def test_shards_run_alike_in_the_same_second_are_both_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Shards run in parallel with one --run-name, started and finished in the same
+    # second, with as many rows each: their runs differ only by their ids (trial: the
+    # second shard's rows were dropped as "merged already").
+    monkeypatch.setattr("simdedup.store._now", lambda: "2026-11-23T23:07:14Z")
+    shards = [tmp_path / "p1.sdx", tmp_path / "p2.sdx"]
+    for i, shard in enumerate(shards):
+        lines = write_lines(tmp_path / f"s{i}.txt", texts(3, seed=30 + i))
+        assert run("filter", str(lines), "--index", str(shard), "--run-name", "night", "-q").exit_code == 0
+    merged = tmp_path / "merged.sdx"
+    result = run("index", "merge", str(merged), *map(str, shards))
+    assert result.exit_code == 0 and "merged already" not in result.stderr
+    assert len(read_index(merged)) == 6
+    again = run("index", "merge", str(merged), str(shards[1]))  # a retry still adds nothing
+    assert "run(s) 'night' are merged already" in again.stderr and len(read_index(merged)) == 6
+
+
 def test_a_retried_merge_adds_nothing_twice_and_a_grown_shard_adds_its_new_runs(
     index: Path, tmp_path: Path
 ) -> None:
