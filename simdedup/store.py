@@ -806,7 +806,13 @@ class IndexSession:
         blob, ends = dd.ids.to_arrays()
         added = len(ends) - self.loaded
         now = _now()
-        run = {"name": self.run_name, "started": self.started, "finished": now, "added": added, "id": _run_id()}
+        run = {
+            "name": self.run_name,
+            "started": self.started,
+            "finished": now,
+            "added": added,
+            "id": _run_id(),
+        }
         sketches, sketched = self._sketches, self._sketched
         heads, headed = self._heads, self._headed
         if isinstance(dd, VerifyingDeduplicator):
