@@ -65,6 +65,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "no-id": ("warning", False),
     "jsonl-member": ("warning", False),
     "utf16": ("error", True),
+    "gzip": ("error", True),
 }
 
 
@@ -302,8 +303,8 @@ def _read_stream(
             # raw: the line as it came, a CR before its newline included (--unique and
             # filter write it back so); the text leaves the CR out.
             raw = line.rstrip(b"\n")
-            if lineno == 1 and raw.startswith(_UTF16_BOMS):
-                on_problem(_utf16(shown))
+            if lineno == 1 and (problem := _not_text(raw, shown)) is not None:
+                on_problem(problem)
                 return
             if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8) :]
@@ -418,8 +419,8 @@ def _chunks(
     pending = _Pending()
     try:
         for data in blocks:
-            if first == 1 and not pending and data.startswith(_UTF16_BOMS):
-                yield _utf16(name)
+            if first == 1 and not pending and (problem := _not_text(data, name)) is not None:
+                yield problem
                 return
             pending.add(data)
             # A chunk once `size` bytes are in, or when the writer goes quiet.
@@ -511,9 +512,20 @@ def _replaced(
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
-def _utf16(name: str) -> Problem:
-    message = "UTF-16 text is not read line by line: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"
-    return Problem(name, "utf16", message)
+#: The first bytes of gzip data: on stdin or in a file not named .gz, it would be read
+#: as lines of binary (and `filter` would write back a damaged stream).
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _not_text(start: bytes, name: str) -> Problem | None:
+    """Why a stream read line by line that starts with `start` is refused, or None."""
+    if start.startswith(_UTF16_BOMS):
+        message = "UTF-16 text is not read line by line: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"
+        return Problem(name, "utf16", message)
+    if start.startswith(_GZIP_MAGIC):
+        how = "zcat it into simdedup" if is_stream(name) else "name it FILE.gz, or zcat it into simdedup"
+        return Problem(name, "gzip", f"gzip data is not read as text: {how}")
+    return None
 
 
 def _truncated(doc: Document, where: str, limit: int, on_problem: OnProblem) -> Document:

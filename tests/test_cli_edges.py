@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import gzip
 import io
 import json
 import os
@@ -700,6 +701,32 @@ def test_utf16_is_read_as_a_directory_member_and_refused_line_by_line(tmp_path: 
         refused = run("filter", str(lines), "-j", jobs)
         assert refused.exit_code == 3 and refused.stdout == ""
         assert f"{lines}: error: UTF-16 text is not read line by line" in refused.stderr
+
+
+def test_gzip_data_on_stdin_or_in_a_file_not_named_gz_is_refused_not_read_as_lines(tmp_path: Path) -> None:
+    # Read as lines, it gave thousands of errors, or a `filter` that wrote back a gzip
+    # stream with some "duplicate" lines removed: a damaged file (trial).
+    packed = gzip.compress(f"{LINE}\n{LINE}\n{OTHER}\n".encode())
+    hidden = tmp_path / "lines.data"
+    hidden.write_bytes(packed)
+    named = tmp_path / "lines.txt.gz"
+    named.write_bytes(packed)
+    for jobs in ("1", "2"):
+        for args, data, message in [
+            (["filter"], packed, "-: error: gzip data is not read as text: zcat it into simdedup"),
+            (["filter", "--jsonl"], packed, "-: error: gzip data is not read as text"),
+            (
+                ["filter", str(hidden)],
+                b"",
+                f"{hidden}: error: gzip data is not read as text: name it FILE.gz",
+            ),
+        ]:
+            refused = run(*args, "-j", jobs, input=data)
+            assert (refused.exit_code, refused.stdout) == (3, ""), refused.stderr
+            assert (
+                refused.stderr.count("error") == 2 and message in refused.stderr
+            )  # the line, the summary's count
+        assert run("filter", str(named), "-j", jobs).stdout == f"{LINE}\n{OTHER}\n"
 
 
 @linux_only
