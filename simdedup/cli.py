@@ -1079,7 +1079,16 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str) -> None:
         for row in groups.rows(kept_ids, kept_fps, bits):
             style = bold if row["status"] == "kept" else None
             table.add_row(*(str(row[c]) for c in GROUP_COLUMNS), style=style)
-        Console(no_color=plain or None).print(table)
+        console = Console(no_color=plain or None)
+        with console.capture() as captured:  # rendered for this terminal, colours and width
+            console.print(table)
+        # Written here, not by rich: rich's one large write to a pipe that closes
+        # (`| head`) loses the rest without an error, and the run exited 0.
+        stream = _binary(sys.stdout)
+        text = captured.get().encode("utf-8")
+        for at in range(0, len(text), 1 << 16):
+            stream.write(text[at : at + (1 << 16)])
+            stream.flush()
         return
     stream = _binary(sys.stdout)
     if fmt == "jsonl":
