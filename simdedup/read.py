@@ -245,6 +245,7 @@ def _documents(
 ) -> Iterator[Document]:
     streams = _streams(stdin)
     seen: set[tuple[int, int]] = set()  # the directories read
+    files: set[tuple[int, int]] = set()  # the files named
     said = False  # that a directory's JSONL files are documents, not records: once a run
     for path in paths:
         if is_stream(path):
@@ -265,8 +266,28 @@ def _documents(
                 yield doc
         elif not os.path.lexists(path):
             on_problem(Problem(path, "missing", "no such file or directory"))
+        elif _read_before(path, files):
+            on_problem(_revisited(path))
         else:
             yield from _read_file(path, options, on_problem)
+
+
+def _read_before(path: str, files: set[tuple[int, int]]) -> bool:
+    """Whether the file at `path` was given before under this name or another (a link,
+    `./a.txt`): read twice, each of its lines was its own duplicate. Adds it to `files`."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False  # unreadable: reading it says so
+    key = (st.st_dev, st.st_ino)
+    if key in files:
+        return True
+    files.add(key)
+    return False
+
+
+def _revisited(path: str) -> Problem:
+    return Problem(path, "revisited", "already read (given twice, or through a link); skipped")
 
 
 #: What reading a file can raise for a problem of that file: a cut or damaged gzip
@@ -377,6 +398,7 @@ def read_chunks(
     so (CHUNK_BYTES), a file's first FIRST_CHUNK_BYTES."""
     size = size or CHUNK_BYTES
     streams = _streams(stdin)
+    files: set[tuple[int, int]] = set()  # the files read
     for path in paths:
         if is_stream(path):
             try:
@@ -393,6 +415,9 @@ def read_chunks(
             raise ValueError(f"{path!r}: a directory is read a document at a time")
         if not os.path.lexists(path):
             yield Problem(path, "missing", "no such file or directory")
+            continue
+        if _read_before(path, files):
+            yield _revisited(path)
             continue
         try:
             stream = _open(path)

@@ -655,6 +655,27 @@ def test_a_folder_given_twice_or_inside_another_given_is_read_once(tmp_path: Pat
         assert ": warning: already read (given twice, or through a link); skipped" in result.stderr
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_file_named_twice_is_read_once(tmp_path: Path, jobs: str) -> None:
+    # Read twice, each line was reported as a duplicate of itself (trial).
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{OTHER}\n")
+    (tmp_path / "link.txt").symlink_to(lines)
+    again = [str(tmp_path / "." / "lines.txt"), str(tmp_path / "link.txt")]
+    for command in ("scan", "fingerprint"):
+        result = run(
+            command, str(lines), *again, "-j", jobs, *(["--report", "-"] if command == "scan" else [])
+        )
+        ids = (
+            [json.loads(line)["id"] for line in result.stdout.splitlines()]
+            if command == "scan"
+            else [line.split("\t")[1] for line in result.stdout.splitlines()]
+        )
+        assert ids == [f"{lines}:1", f"{lines}:2"], result.stderr
+        for path in again:
+            assert f"{path}: warning: already read (given twice, or through a link); skipped" in result.stderr
+
+
 @linux_only
 def test_a_link_to_a_pipe_or_a_device_is_not_a_broken_link(tmp_path: Path) -> None:
     folder = tmp_path / "lk"
