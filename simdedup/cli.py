@@ -94,6 +94,7 @@ from .store import (
     check_settings,
     index_lock,
     key_buckets,
+    lock_path,
     merge_indexes,
     read_header,
     read_index,
@@ -449,6 +450,12 @@ def _named(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     return value
 
 
+def _index_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value == "-":
+        raise click.BadParameter("an index is a file, not stdin or stdout: name it (./- for a file named -)")
+    return value
+
+
 #: An input path: one that cannot be read is the reader's error for that input (the
 #: others are read, exit 3), not a usage error that stops the run before it starts.
 _INPUT = click.Path(readable=False)
@@ -560,6 +567,7 @@ def index_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--index",
             "index_path",
             metavar="PATH",
+            callback=_index_file,
             help="Also check against the documents kept in PATH by earlier runs; add this run's "
             "kept ones and save PATH at the end (created if missing).",
         ),
@@ -733,6 +741,22 @@ def _outputs_planned(kw: dict[str, Any], *first: tuple[str | None, str]) -> list
         (kw["summary_json"], "--summary-json"),
     ]
     return [*first, *named]
+
+
+def _refuse_index_in_inputs(sources: Sequence[str], index: str | None, options: ReadOptions) -> None:
+    """Refuse an --index inside an input directory whose walk would read it or its lock
+    file (made before the walk: it was read as an empty document), before the lock is
+    taken."""
+    for source in sources:
+        if (
+            index
+            and os.path.isdir(source)
+            and any(walk_reads(source, p, options) for p in (index, lock_path(index)))
+        ):
+            raise CliError(
+                f"--index {index} is inside the input directory {source}, which would read it or "
+                "its lock file: keep it outside, or leave it out with --exclude"
+            )
 
 
 def _refuse_stdout_clash(
@@ -1274,6 +1298,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
     dd = deduplicator(settings, _verify(kw))
     _warn_if_wide(settings, messages)
     index_path = kw["index_path"]
+    _refuse_index_in_inputs(sources, index_path, read_options)
     planned = _outputs_planned(kw, (kw["unique"], "--unique"))
     with (
         _index_session(kw, settings) as session,
@@ -1338,6 +1363,7 @@ def filter_(source: str | None, **kw: Any) -> None:
     dd = deduplicator(settings, _verify(kw))
     _warn_if_wide(settings, messages)
     index_path = kw["index_path"]
+    _refuse_index_in_inputs(sources, index_path, read_options)
     planned = _outputs_planned(kw, ("-", "filter output"))
     with (
         _index_session(kw, settings) as session,

@@ -666,6 +666,8 @@ def index_lock(path: str | os.PathLike[str], wait: float = 0.0) -> Iterator[None
     directory = Path(shown).parent  # as named, in messages
     if not Path(path).parent.is_dir():
         raise IndexFileError(f"cannot use index {shown}: no such directory {directory}")
+    if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a directory: no lock beside it
+        raise IndexFileError(f"cannot use index {shown}: not a regular file")
     try:  # filelock would take a lock file it cannot make for one that another run holds
         os.close(os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644))
     except OSError as e:

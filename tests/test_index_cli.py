@@ -233,6 +233,28 @@ def test_other_settings_are_refused_naming_the_setting(index: Path, day2: Path, 
     assert not unique.exists()
 
 
+def test_an_index_that_cannot_be_a_file_of_its_own_is_refused_leaving_nothing_behind(
+    day2: Path, tmp_path: Path
+) -> None:
+    # Trial: --index - made a file named "-", --index /dev/null left /dev/null.lock, and
+    # an index inside the folder scanned had its lock file read as an empty document.
+    folder = tmp_path / "crawl"
+    folder.mkdir()
+    (folder / "page.txt").write_text("a page of the crawl\n")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    for target, message in [
+        ("-", "an index is a file, not stdin or stdout"),
+        (str(tmp_path), "not a regular file"),
+        (str(folder / "seen.sdx"), f"--index {folder / 'seen.sdx'} is inside the input directory {folder}"),
+    ]:
+        for command in ("scan", "filter"):
+            result = run(command, str(folder), "--index", target)
+            assert result.exit_code == 2 and message in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    left_out = run("scan", str(folder), "--index", str(folder / "seen.sdx"), "--exclude", "seen.sdx*", "-q")
+    assert left_out.exit_code == 0
+
+
 def test_a_corrupt_index_is_refused_and_left_alone(index: Path, day2: Path, tmp_path: Path) -> None:
     damaged = index.read_bytes()[:-5]
     index.write_bytes(damaged)
