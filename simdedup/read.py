@@ -584,8 +584,8 @@ def _parse_record(
 ) -> Document | None:
     if not text.strip():
         return None  # blank lines between records are not records
-    try:
-        record = load_json(text)
+    try:  # a byte-order mark where files were joined (cat a.jsonl b.jsonl) is no reason to drop a record
+        record = load_json(text[1:] if text.startswith("\ufeff") else text)
     except json.JSONDecodeError as e:
         at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at"
         on_problem(Problem(where, "bad-json", f"not JSON: {e.msg}{at} column {e.colno}"))

@@ -274,7 +274,7 @@ def test_json_python_cannot_read_as_is_is_an_error_or_kept_and_the_run_goes_on(
         '{"id": ' + "7" * 5000 + ', "text": "an id of five thousand digits"}',
         '{"id": "t", "text": ' + "8" * 5000 + "}",
         '{"id": "z", "text": null}',
-        '{"id": 2, "text": "the last record is plain too"}',
+        '\ufeff{"id": 2, "text": "the last record is plain too, after a BOM where files were joined"}',
     ]
     f = tmp_path / "odd.jsonl"
     f.write_text("\n".join(lines) + "\n")
