@@ -833,14 +833,14 @@ def _record_writers(
     outputs: Outputs, kw: dict[str, Any], dd: Deduplicator, session: IndexSession | None = None
 ) -> list[Any]:
     """The --duplicates and --report writers, in the format each file name asks for;
-    with --index, duplicates also name the run that kept their original."""
+    with --index, both name the run that kept a duplicate's original."""
     bits, writers = dd.settings.bits, []
+    run_of = session.run_of if session is not None else None
     if (f := outputs.open(kw["duplicates"], "--duplicates")) is not None:
-        run_of = session.run_of if session is not None else None
         fmt = format_for(kw["duplicates"])
         writers.append(DuplicatesWriter(f, fmt, bits, dd.index.fingerprints, run_of))
     if (f := outputs.open(kw["report"], "--report")) is not None:
-        writers.append(ReportWriter(f, format_for(kw["report"]), bits))
+        writers.append(ReportWriter(f, format_for(kw["report"]), bits, run_of))
     return writers
 
 

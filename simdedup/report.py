@@ -141,22 +141,28 @@ REPORT_COLUMNS = ("id", "fingerprint", "status", "duplicate_of", "distance")
 
 
 class ReportWriter:
-    """One record per document, in input order: id, fingerprint, status, duplicate_of, distance."""
+    """One record per document, in input order: id, fingerprint, status, duplicate_of,
+    distance; with `run_of` (as DuplicatesWriter takes it), `duplicate_of_run` too: an
+    index's ids may repeat from night to night (`-:1` on stdin), its run tells them apart."""
 
-    def __init__(self, stream: IO[bytes], fmt: str, bits: int) -> None:
-        self.out = RecordWriter(stream, fmt, REPORT_COLUMNS)
-        self.bits = bits
+    def __init__(
+        self, stream: IO[bytes], fmt: str, bits: int, run_of: Callable[[int], str] | None = None
+    ) -> None:
+        self.out = RecordWriter(stream, fmt, REPORT_COLUMNS + (("duplicate_of_run",) if run_of else ()))
+        self.bits, self.run_of = bits, run_of
 
     def write(self, decision: Decision) -> None:
-        self.out.write(
-            {
-                "id": decision.doc.id,
-                "fingerprint": fingerprint_text(decision.fingerprint, self.bits),
-                "status": decision.status,
-                "duplicate_of": decision.duplicate_of,
-                "distance": decision.distance,
-            }
-        )
+        record = {
+            "id": decision.doc.id,
+            "fingerprint": fingerprint_text(decision.fingerprint, self.bits),
+            "status": decision.status,
+            "duplicate_of": decision.duplicate_of,
+            "distance": decision.distance,
+        }
+        if self.run_of is not None:
+            duplicate = decision.status == "duplicate" and decision.row is not None
+            record["duplicate_of_run"] = self.run_of(decision.row) if duplicate else None
+        self.out.write(record)
 
     def flush(self) -> None:
         self.out.flush()

@@ -147,9 +147,27 @@ def test_duplicates_within_one_run_name_that_run(index: Path, tmp_path: Path) ->
     assert [json.loads(line)["duplicate_of_run"] for line in result.stdout.splitlines()] == ["tuesday"]
 
 
+def test_the_report_names_the_run_too_where_ids_repeat_from_night_to_night(
+    index: Path, day1: Path, tmp_path: Path
+) -> None:
+    # stdin's ids are -:1, -:2, ... every night: only the run tells "-:1" from "-:1" (trial).
+    tonight = day1.read_text(encoding="utf-8").splitlines()[0] + "\nsomething new tonight\n"
+    report = tmp_path / "report.jsonl"
+    result = run(
+        "filter", "-q", "--index", str(index), "--run-name", "tuesday", "--report", str(report), input=tonight
+    )
+    assert result.exit_code == 0
+    rows = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [(r["id"], r["status"], r["duplicate_of_run"]) for r in rows] == [
+        ("-:1", "duplicate", "monday"),
+        ("-:2", "unique", None),
+    ]
+
+
 def test_without_index_the_duplicates_report_has_no_run_field(day2: Path) -> None:
-    result = run("scan", str(day2), "--duplicates", "-")
-    assert "duplicate_of_run" not in result.stdout
+    assert "duplicate_of_run" not in run("scan", str(day2), "--duplicates", "-").stdout
+    report = run("scan", str(day2), "--report", "-").stdout
+    assert "duplicate_of_run" not in report and "duplicate_of" in report
 
 
 def test_filter_drops_documents_kept_by_earlier_runs(index: Path, day2: Path) -> None:
