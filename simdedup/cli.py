@@ -1160,18 +1160,22 @@ def _finish(
     so an output that fails (a full disk) leaves the index as it was, and a rerun of the
     day writes the same documents again. `held`: a Ctrl-C or SIGTERM that came once
     every document was decided (_finishing) makes the status an interrupted one."""
-    late = held is not None and held.caught and not interrupted
-    interrupted = interrupted or late
-    if stdout_closed:
-        status = ExitStatus.BROKEN_PIPE
-    elif interrupted:
-        status = _interrupted()
-    elif summary.errors:
-        status = ExitStatus.INPUT_ERRORS
-    elif fail_on_duplicates and summary.duplicates:
-        status = ExitStatus.FOUND
-    else:
-        status = ExitStatus.OK
+
+    def signalled() -> bool:  # since every document was decided
+        return held is not None and held.caught
+
+    def exit_status() -> ExitStatus:
+        if stdout_closed:
+            return ExitStatus.BROKEN_PIPE
+        if interrupted or signalled():
+            return _interrupted()
+        if summary.errors:
+            return ExitStatus.INPUT_ERRORS
+        if fail_on_duplicates and summary.duplicates:
+            return ExitStatus.FOUND
+        return ExitStatus.OK
+
+    status = exit_status()
     if summary_json is not None:  # before the save: a summary that cannot be written stops it
         record = {
             **summary.as_dict(),
@@ -1197,13 +1201,11 @@ def _finish(
                 "so it lacks the documents this run wrote to its outputs",
                 _interrupted(),
             ) from None
-    if held is not None and held.caught and not interrupted:  # came after --summary-json was written
-        late = interrupted = True
-        status = _interrupted()
-    if late:
-        messages.info("interrupted once every document was decided: the outputs hold all of them")
-    elif interrupted:
+    status = exit_status()  # a signal may have come since --summary-json was written
+    if interrupted:
         messages.info("interrupted: the outputs hold every document decided so far")
+    elif signalled():
+        messages.info("interrupted once every document was decided: the outputs hold all of them")
     if session is not None and session.dropped_sketches:
         messages.info(
             f"index {session.path}: {session.dropped_sketches:,} stored verification sketches were made "
