@@ -233,11 +233,18 @@ class _Writing:
     def __init__(self) -> None:
         self.now = False
         self.caught = False
+        #: Whether a KeyboardInterrupt was raised since installed(): a second signal
+        #: that comes while a __del__ runs is still raised there, and Python drops it.
+        self.raised = False
 
     def __call__(self, signum: int, frame: Any) -> None:
-        if self.now and not self.caught:
+        # Raised in a __del__ (a worker's pipe collected as workers start), Python prints
+        # "Exception ignored" and drops it, and the run went on to exit 0: held instead,
+        # until the next document is written (done) or the command checks `caught`.
+        if (self.now or _in_del(frame)) and not self.caught:
             self.caught = True
             return
+        self.raised = True
         raise KeyboardInterrupt
 
     def done(self) -> None:
@@ -245,11 +252,13 @@ class _Writing:
         self.now = False
         if self.caught:
             self.caught = False
+            self.raised = True
             raise KeyboardInterrupt
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[_Writing]:
         """This as SIGINT's handler, where Python's own is (not where SIGINT is ignored)."""
+        self.raised = False
         main = threading.current_thread() is threading.main_thread()
         if not main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
             yield self
@@ -263,6 +272,17 @@ class _Writing:
 
 
 _WRITING = _Writing()
+
+
+def _in_del(frame: Any) -> bool:
+    """Whether `frame`, or one of the few it was called from, runs a __del__."""
+    for _ in range(8):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager
@@ -1062,10 +1082,12 @@ def _run(
     decided = _decisions(made, dd, _idle(sources, stdin), flush, out)
     shown = _progress(decided, messages)  # named: dropped when the loop ends, it would close `decided`
     try:
-        with _WRITING.installed():
+        with _WRITING.installed() as handler:
             try:
                 for decision in shown:
                     record(decision)
+                if handler.caught or handler.raised:  # held or dropped after the last one (_in_del)
+                    raise KeyboardInterrupt
             except KeyboardInterrupt:
                 interrupted = True
                 # Ctrl-C while writing: the batches already read are still decided, so
@@ -1423,12 +1445,16 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
     problems = _Problems(messages)
     printed = _printed_chunks(paths, settings, kw, fmt, problems)
     try:
-        with contextlib.closing(printed):
+        with contextlib.closing(printed), _WRITING.installed() as handler:
             for text, found in printed:
                 for problem in found:
                     problems(problem)
                 stream.write(text)
                 stream.flush()  # a batch at a time: what a trickle brought goes out now
+                if handler.caught or handler.raised:  # held, or dropped by Python (_in_del)
+                    raise KeyboardInterrupt
+            if handler.caught or handler.raised:
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
         stream.flush()
         sys.exit(_interrupted())
