@@ -255,6 +255,14 @@ class _Writing:
             self.raised = True
             raise KeyboardInterrupt
 
+    def pending(self) -> None:
+        """Raise a signal held (while a document was written, or in a __del__) or raised
+        and dropped by Python since installed()."""
+        if self.caught or self.raised:
+            self.caught = False
+            self.raised = True
+            raise KeyboardInterrupt
+
     @contextlib.contextmanager
     def installed(self) -> Iterator[_Writing]:
         """This as SIGINT's handler, where Python's own is (not where SIGINT is ignored)."""
@@ -795,14 +803,12 @@ def _refuse_stdout_clash(
 
     def same(path: str) -> bool:
         try:
-            st = os.stat(path)
+            return os.path.samestat(os.stat(path), out)
         except OSError:
             return False
-        return (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino)
 
     with contextlib.suppress(OSError, ValueError):
-        st = os.fstat(sys.stdin.fileno())
-        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino) and (not sources or STDIN in sources):
+        if os.path.samestat(os.fstat(sys.stdin.fileno()), out) and (not sources or STDIN in sources):
             raise CliError("stdout is the file stdin reads; it would read what it writes")
     name = None
     with contextlib.suppress(OSError):
@@ -1086,8 +1092,7 @@ def _run(
             try:
                 for decision in shown:
                     record(decision)
-                if handler.caught or handler.raised:  # held or dropped after the last one (_in_del)
-                    raise KeyboardInterrupt
+                handler.pending()  # held or dropped after the last one (_in_del)
             except KeyboardInterrupt:
                 interrupted = True
                 # Ctrl-C while writing: the batches already read are still decided, so
@@ -1451,10 +1456,8 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
                     problems(problem)
                 stream.write(text)
                 stream.flush()  # a batch at a time: what a trickle brought goes out now
-                if handler.caught or handler.raised:  # held, or dropped by Python (_in_del)
-                    raise KeyboardInterrupt
-            if handler.caught or handler.raised:
-                raise KeyboardInterrupt
+                handler.pending()  # held, or dropped by Python (_in_del)
+            handler.pending()
     except KeyboardInterrupt:
         stream.flush()
         sys.exit(_interrupted())

@@ -606,13 +606,12 @@ def _parse_record(
         return Document(doc_id, "", raw, features)
     body = record.get(options.text_field)
     if type(body) is not str:
-        what = (
-            "no"
-            if options.text_field not in record
-            else "a null"
-            if body is None
-            else f"a non-string ({'int' if isinstance(body, _LongInt) else type(body).__name__})"
-        )
+        if options.text_field not in record:
+            what = "no"
+        elif body is None:
+            what = "a null"
+        else:
+            what = f"a non-string ({'int' if isinstance(body, _LongInt) else type(body).__name__})"
         on_problem(Problem(where, "bad-record", f"{what} {options.text_field!r} field"))
         return None
     return Document(_unpaired(doc_id, where, on_problem), _unpaired(body, where, on_problem), raw)
