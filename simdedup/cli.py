@@ -68,6 +68,7 @@ from .read import (
 )
 from .report import (
     GROUP_COLUMNS,
+    GROUP_RUN_COLUMNS,
     DuplicatesWriter,
     Groups,
     RecordWriter,
@@ -1114,8 +1115,11 @@ def _run(
     return summary, groups, interrupted
 
 
-def _write_groups(groups: Groups, dd: Deduplicator, fmt: str) -> None:
+def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession | None) -> None:
+    """The group listing on stdout; with --index (`runs`), the run of each row too: ids
+    repeat from night to night (`-:1` on stdin)."""
     kept_ids, kept_fps, bits = dd.ids, dd.index.fingerprints, dd.settings.bits
+    columns = GROUP_COLUMNS if runs is None else GROUP_RUN_COLUMNS
     if fmt == "table":
         if not groups:
             return  # the summary on stderr says "0 groups"; an empty table says nothing more
@@ -1125,11 +1129,11 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str) -> None:
         plain = bool(os.environ.get("NO_COLOR"))  # no styles at all, as on stderr
         bold = None if plain else "bold"
         table = Table(box=None, header_style=bold)
-        for column in GROUP_COLUMNS:  # long ids wrap on a narrow terminal; none is cut short
+        for column in columns:  # long ids wrap on a narrow terminal; none is cut short
             table.add_column(column, overflow="fold")
-        for row in groups.rows(kept_ids, kept_fps, bits):
+        for row in groups.rows(kept_ids, kept_fps, bits, runs):
             style = bold if row["status"] == "kept" else None
-            table.add_row(*(str(row[c]) for c in GROUP_COLUMNS), style=style)
+            table.add_row(*(str(row[c]) for c in columns), style=style)
         console = Console(no_color=plain or None)
         with console.capture() as captured:  # rendered for this terminal, colours and width
             console.print(table)
@@ -1144,11 +1148,11 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str) -> None:
     stream = _binary(sys.stdout)
     if fmt == "jsonl":
         out = RecordWriter(stream, "jsonl", ())
-        for record in groups.records(kept_ids, kept_fps, bits):
+        for record in groups.records(kept_ids, kept_fps, bits, runs):
             out.write(record)
     else:
-        out = RecordWriter(stream, fmt, GROUP_COLUMNS)
-        for row in groups.rows(kept_ids, kept_fps, bits):
+        out = RecordWriter(stream, fmt, columns)
+        for row in groups.rows(kept_ids, kept_fps, bits, runs):
             out.write(row)
     stream.flush()
 
@@ -1349,7 +1353,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
             if outputs.stdout_owner is None:
                 fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
                 try:
-                    _write_groups(groups, dd, fmt)
+                    _write_groups(groups, dd, fmt, session)
                 except BrokenPipeError:  # `scan ... | head`: every document was decided already
                     _stdout_to_devnull()
                     closed = True

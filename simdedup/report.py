@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from .dedup import Decision
 from .fingerprint import format_fingerprint
@@ -190,40 +190,65 @@ class Groups:
         """Group size (the kept document and its duplicates) -> how many groups have it."""
         return group_sizes(len(m) + 1 for m in self.members.values())
 
-    def rows(self, kept_ids: Any, kept_fps: Any, bits: int) -> Iterator[dict[str, Any]]:
-        """Flat rows, groups in the kept document's input order: the kept one, then its duplicates."""
+    def rows(
+        self, kept_ids: Any, kept_fps: Any, bits: int, runs: RunNames | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Flat rows, groups in the kept document's input order: the kept one, then its
+        duplicates. With `runs` (a stored index), a last field, `run`: the run that kept
+        the kept document, and this run for its duplicates."""
         for group, row in enumerate(sorted(self.members), 1):
-            yield {
+            kept = {
                 "group": group,
                 "status": "kept",
                 "id": kept_ids[row],
                 "distance": 0,
                 "fingerprint": format_fingerprint(kept_fps[row], bits),
             }
+            if runs is not None:
+                kept["run"] = runs.run_of(row)
+            yield kept
             for doc_id, d, fp in self.members[row]:
-                yield {
+                duplicate = {
                     "group": group,
                     "status": "duplicate",
                     "id": doc_id,
                     "distance": d,
                     "fingerprint": format_fingerprint(fp, bits),
                 }
+                if runs is not None:
+                    duplicate["run"] = runs.run_name
+                yield duplicate
 
-    def records(self, kept_ids: Any, kept_fps: Any, bits: int) -> Iterator[dict[str, Any]]:
-        """One nested record per group, for --format jsonl."""
+    def records(
+        self, kept_ids: Any, kept_fps: Any, bits: int, runs: RunNames | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """One nested record per group, for --format jsonl; with `runs`, `kept_run` too
+        (its duplicates are this run's)."""
         for group, row in enumerate(sorted(self.members), 1):
-            yield {
+            record: dict[str, Any] = {
                 "group": group,
                 "kept": kept_ids[row],
                 "fingerprint": format_fingerprint(kept_fps[row], bits),
-                "duplicates": [
-                    {"id": i, "distance": d, "fingerprint": format_fingerprint(fp, bits)}
-                    for i, d, fp in self.members[row]
-                ],
             }
+            if runs is not None:
+                record["kept_run"] = runs.run_of(row)
+            record["duplicates"] = [
+                {"id": i, "distance": d, "fingerprint": format_fingerprint(fp, bits)}
+                for i, d, fp in self.members[row]
+            ]
+            yield record
+
+
+class RunNames(Protocol):
+    """What the group listing needs of a stored index (store.IndexSession)."""
+
+    run_name: str
+
+    def run_of(self, row: int) -> str: ...
 
 
 GROUP_COLUMNS = ("group", "status", "id", "distance", "fingerprint")
+GROUP_RUN_COLUMNS = GROUP_COLUMNS + ("run",)  # with --index
 
 
 def group_sizes(sizes: Iterable[int]) -> dict[int, int]:

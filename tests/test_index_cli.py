@@ -164,10 +164,30 @@ def test_the_report_names_the_run_too_where_ids_repeat_from_night_to_night(
     ]
 
 
+def test_the_group_listing_names_each_rows_run_where_ids_repeat_from_night_to_night(
+    tmp_path: Path, day1: Path
+) -> None:
+    # stdin's ids repeat: the listing said "1 kept -:1", "1 duplicate -:1" (monday's and tonight's).
+    index, text = tmp_path / "seen.sdx", day1.read_text(encoding="utf-8").splitlines()[0] + "\n"
+    assert run("scan", "-", "-q", "--index", str(index), "--run-name", "monday", input=text).exit_code == 0
+    args = ("scan", "-", "-q", "--index", str(index), "--run-name", "tuesday")
+    rows = [line.split("\t") for line in run(*args, "--format", "tsv", input=text).stdout.splitlines()]
+    assert [(r[1], r[2], r[5]) for r in rows] == [
+        ("status", "id", "run"),
+        ("kept", "-:1", "monday"),
+        ("duplicate", "-:1", "tuesday"),
+    ]
+    grouped = json.loads(run(*args, "--format", "jsonl", input=text).stdout)
+    assert (grouped["kept"], grouped["kept_run"], grouped["duplicates"][0]["id"]) == ("-:1", "monday", "-:1")
+
+
 def test_without_index_the_duplicates_report_has_no_run_field(day2: Path) -> None:
     assert "duplicate_of_run" not in run("scan", str(day2), "--duplicates", "-").stdout
     report = run("scan", str(day2), "--report", "-").stdout
     assert "duplicate_of_run" not in report and "duplicate_of" in report
+    listing = run("scan", str(day2), "--format", "tsv").stdout
+    assert listing.splitlines()[0] == "group\tstatus\tid\tdistance\tfingerprint"
+    assert "kept_run" not in run("scan", str(day2), "--format", "jsonl").stdout
 
 
 def test_filter_drops_documents_kept_by_earlier_runs(index: Path, day2: Path) -> None:
