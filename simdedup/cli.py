@@ -669,7 +669,7 @@ class Outputs(contextlib.ExitStack):
     """Output files, opened before any work (so a bad path fails at once) and always
     closed; "-" is stdout, which then belongs to that output alone. A file is one
     output's: one that is an input, inside an input directory (where reading it would
-    read it), the --index, or another output is refused. Every output `planned` is
+    read it), the --index or its lock file, or another output is refused. Every output `planned` is
     checked before any is opened, which empties it: a clash found at the third output
     must not have emptied the first two."""
 
@@ -683,7 +683,10 @@ class Outputs(contextlib.ExitStack):
         super().__init__()
         self.sources = [s for s in sources if s != STDIN]
         self.options = options or ReadOptions()
-        self.taken: list[tuple[str, str]] = [(index, "--index")] if index else []
+        # the index's lock file too: written over or renamed over, it no longer locks
+        self.taken: list[tuple[str, str]] = (
+            [(index, "--index"), (lock_path(os.path.realpath(index)), "--index's lock file")] if index else []
+        )
         self.stdout_owner: str | None = None
         for path, what in planned:
             self._claim(path, what)

@@ -208,6 +208,20 @@ def test_an_output_that_is_the_index_or_another_output_is_refused(tmp_path: Path
     assert result.exit_code == 2 and "--report and --duplicates are the same file" in result.output
 
 
+@pytest.mark.parametrize("output", ["--unique", "--duplicates", "--report", "--summary-json"])
+def test_an_output_that_is_the_index_lock_file_is_refused(tmp_path: Path, output: str) -> None:
+    # Written over or renamed over (--summary-json), the lock file no longer locks the index.
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{OTHER}\n")
+    seen, link = tmp_path / "seen.sdx", tmp_path / "link.sdx"
+    link.symlink_to(seen.name)  # locked beside its target: seen.sdx.lock
+    for index in (seen, link):
+        result = CliRunner().invoke(main, ["scan", str(lines), "--index", str(index), output, f"{seen}.lock"])
+        assert result.exit_code == 2, result.output
+        assert f"{output} and --index's lock file are the same file" in result.output
+    assert not seen.exists()
+
+
 @pytest.mark.parametrize("command", ["scan", "filter"])
 def test_outputs_that_clash_are_refused_before_any_output_is_emptied(tmp_path: Path, command: str) -> None:
     lines = tmp_path / "lines.txt"
