@@ -119,7 +119,7 @@ class CliError(click.ClickException):
     """A ClickException that carries one of our exit statuses."""
 
     def __init__(self, message: str, status: ExitStatus = ExitStatus.USAGE) -> None:
-        super().__init__(message)
+        super().__init__(_one_line(message))  # the paths it names, on one line
         self.exit_code = int(status)
 
 
@@ -332,7 +332,8 @@ def _isatty(stream: IO[Any]) -> bool:
 
 
 class Messages:
-    """Everything said on stderr: input problems, the summary, --verbose details."""
+    """Everything said on stderr: input problems, the summary, --verbose details. What
+    they hold of file names and ids is made inert (_one_line); only our styles remain."""
 
     def __init__(self, quiet: bool = False, verbose: bool = False) -> None:
         self.quiet, self.verbose = quiet, verbose
@@ -349,26 +350,37 @@ class Messages:
 
     def problem(self, p: Problem) -> None:
         if p.severity == "error":
-            self._say(f"{_one_line(p.where)}: {click.style('error', fg='red', bold=True)}: {p.message}")
+            self._say(
+                f"{_one_line(p.where)}: {click.style('error', fg='red', bold=True)}: {_one_line(p.message)}"
+            )
         else:
             self.warn(p.where, p.message)
 
     def warn(self, where: str, message: str) -> None:
         if not self.quiet:
-            self._say(f"{_one_line(where)}: {click.style('warning', fg='yellow')}: {message}")
+            self._say(f"{_one_line(where)}: {click.style('warning', fg='yellow')}: {_one_line(message)}")
 
     def info(self, text: str) -> None:
         if not self.quiet:
-            self._say(text)
+            self._say(_one_line(text))
 
     def detail(self, text: str) -> None:
         if self.verbose and not self.quiet:
-            self._say(text)
+            self._say(_one_line(text))
 
 
-def _one_line(where: str) -> str:
-    """A place named on stderr, on one line: a file name's newline or CR is escaped."""
-    return printable(where).replace("\n", "\\n").replace("\r", "\\r")
+#: Control characters (C0, DEL, C1) as `ls -b` writes them: a file name's newline would
+#: split a line, its ESC sequences would drive the terminal (clear it, set its title).
+_CONTROL_ESCAPES = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))},
+    **{ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"},
+}
+
+
+def _one_line(text: str) -> str:
+    """A file name or id as shown on stderr or in the table, on one line and inert: a
+    byte that is not UTF-8 and a control character are escaped (\\xNN, \\n)."""
+    return printable(text).translate(_CONTROL_ESCAPES)
 
 
 def _progress(items: Iterator[Decision], messages: Messages) -> Iterator[Decision]:
@@ -1128,6 +1140,7 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
             return  # the summary on stderr says "0 groups"; an empty table says nothing more
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         plain = bool(os.environ.get("NO_COLOR"))  # no styles at all, as on stderr
         bold = None if plain else "bold"
@@ -1136,7 +1149,8 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
             table.add_column(column, overflow="fold")
         for row in groups.rows(kept_ids, kept_fps, bits, runs):
             style = bold if row["status"] == "kept" else None
-            table.add_row(*(str(row[c]) for c in columns), style=style)
+            # Text: an id is shown as it is, never read as rich's markup ("[/x]" raised) or emoji
+            table.add_row(*(Text(_one_line(str(row[c]))) for c in columns), style=style)
         console = Console(no_color=plain or None)
         with console.capture() as captured:  # rendered for this terminal, colours and width
             console.print(table)

@@ -306,6 +306,32 @@ def test_a_narrow_terminal_table_wraps_long_ids_instead_of_cutting_them(tmp_path
     assert "harbour-walk-in-the-morning-copy.txt" in "".join(result.stdout.split())
 
 
+@linux_only
+def test_ids_and_names_are_shown_as_they_are_and_cannot_drive_the_terminal(tmp_path: Path) -> None:
+    # A trial: "[/x]" in an id raised rich's MarkupError (a traceback, exit 1, no index
+    # saved); "[red]", ":smile:", CR and ESC sequences were rendered, not shown.
+    folder = tmp_path / "crawl"
+    folder.mkdir()
+    names = ["[red]z.txt", "d[/x].txt", ":smile:.txt", "c\x1b[2Jr\rx.txt"]
+    (folder / "d[").mkdir()
+    for name in names:
+        (folder / name).write_text(LINE)
+    (folder / "x\x1b]0;title\x07.bin").write_bytes(b"\0" * 50)
+    seen = tmp_path / "seen.sdx"
+    result = run("scan", str(folder), "--format", "table", "--index", str(seen), env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and seen.exists()
+    shown = [line.split()[2] for line in result.stdout.splitlines()[1:]]
+    assert sorted(shown) == sorted(
+        f"{folder}/{n}" for n in ("[red]z.txt", "d[/x].txt", ":smile:.txt", "c\\x1b[2Jr\\rx.txt")
+    )
+    assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stderr
+    assert "x\\x1b]0;title\\x07.bin: warning: binary file" in result.stderr
+    # The errors name paths so too: a newline in a name does not split the message.
+    missing = run("scan", str(folder), "--report", "/nonexistent\n/r.jsonl")
+    assert missing.exit_code == 2
+    assert "Error: /nonexistent\\n/r.jsonl: cannot write --report" in missing.stderr
+
+
 # ---------------------------------------------------------------- given weights
 
 
