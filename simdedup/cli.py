@@ -1572,7 +1572,7 @@ def _read_whole(path: str) -> Document:
         except OSError as e:
             raise CliError(f"{path}: {e.strerror or e}") from e
     # As scan reads a directory's file: fingerprinted on its first --max-doc-size bytes
-    # (16 MiB), UTF-16 after its byte-order mark, else UTF-8 without one.
+    # (16 MiB), UTF-16 or UTF-32 after its byte-order mark, else UTF-8 without one.
     text = whole_text(data[:MAX_DOC_SIZE], len(data) <= MAX_DOC_SIZE, path, lambda problem: None)
     return Document(printable(path), text, os.fsencode(path))
 

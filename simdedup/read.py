@@ -65,6 +65,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "no-id": ("warning", False),
     "jsonl-member": ("warning", False),
     "utf16": ("error", True),
+    "utf32": ("error", True),
     "gzip": ("error", True),
 }
 
@@ -532,9 +533,20 @@ def _replaced(
     return raw.decode(encoding, "replace")
 
 
-#: Byte-order marks of UTF-16 text, which a file read line by line cannot be (its
-#: newlines are two bytes): such a file is refused, not read as lines of garbage.
-_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+#: Byte-order marks of UTF-32 and UTF-16 text (UTF-32's first: its little-endian mark
+#: starts as UTF-16's does). A file read line by line cannot be such text (its newlines
+#: are two or four bytes): it is refused, not read as lines of garbage.
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _wide_encoding(data: bytes) -> str | None:
+    """"utf-32" or "utf-16" where `data` starts with its byte-order mark, else None."""
+    return next((encoding for bom, encoding in _WIDE_BOMS if data.startswith(bom)), None)
 
 
 #: The first bytes of gzip data: on stdin or in a file not named .gz, it would be read
@@ -544,9 +556,10 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 def _not_text(start: bytes, name: str) -> Problem | None:
     """Why a stream read line by line that starts with `start` is refused, or None."""
-    if start.startswith(_UTF16_BOMS):
-        message = "UTF-16 text is not read line by line: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"
-        return Problem(name, "utf16", message)
+    if (encoding := _wide_encoding(start)) is not None:
+        upper = encoding.upper()
+        message = f"{upper} text is not read line by line: convert it to UTF-8 (iconv -f {upper} -t UTF-8)"
+        return Problem(name, encoding.replace("-", ""), message)
     if start.startswith(_GZIP_MAGIC):
         how = "zcat it into simdedup" if is_stream(name) else "name it FILE.gz, or zcat it into simdedup"
         return Problem(name, "gzip", f"gzip data is not read as text: {how}")
@@ -835,8 +848,8 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
     except _READ_ERRORS as e:
         on_problem(Problem(path, "unreadable", getattr(e, "strerror", None) or str(e)))
         return None
-    utf16 = data.startswith(_UTF16_BOMS)  # a whole file is one document: read as UTF-16
-    if not utf16 and b"\0" in data[:_SNIFF]:
+    wide = _wide_encoding(data) is not None  # a whole file is one document: read as UTF-16 or -32
+    if not wide and b"\0" in data[:_SNIFF]:
         on_problem(Problem(path, "binary", "binary file; skipped"))
         return None
     raw = os.fsencode(path)
@@ -848,11 +861,11 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
 
 
 def whole_text(data: bytes, final: bool, where: str, on_problem: OnProblem) -> str:
-    """A whole file's text, as a directory's file is read: UTF-16 after a UTF-16
+    """A whole file's text, as a directory's file is read: UTF-16 or UTF-32 after its
     byte-order mark, else UTF-8 without its mark; bytes that are not text are replaced
     and reported. `final`: data is the whole file (else a cut-off character at its end
     goes quietly)."""
-    encoding = "utf-16" if data.startswith(_UTF16_BOMS) else "utf-8"
+    encoding = _wide_encoding(data) or "utf-8"
     if encoding == "utf-8":
         data = data.removeprefix(codecs.BOM_UTF8)
     try:

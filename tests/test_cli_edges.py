@@ -3,6 +3,7 @@ UTF-8, a full disk, SIGTERM, outputs that clash, line ends, odd ids and weights.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import gzip
@@ -745,23 +746,33 @@ def test_jsonl_files_in_a_directory_are_warned_about_once(tmp_path: Path, jsonl:
     assert ("warning" in run("scan", str(shards), *jsonl).stderr) == bool(jsonl)
 
 
-def test_utf16_is_read_as_a_directory_member_and_refused_line_by_line(tmp_path: Path) -> None:
-    folder = tmp_path / "u16"
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-32-be"])
+def test_utf16_and_32_are_read_as_a_directory_member_and_refused_line_by_line(
+    tmp_path: Path, encoding: str
+) -> None:
+    # UTF-32 (a trial): its little-endian mark starts as UTF-16's, and a copy was read as
+    # UTF-16, every character a feature of its own; big-endian it was a "binary file".
+    bom = codecs.BOM_UTF32_BE if encoding == "utf-32-be" else b""
+    folder = tmp_path / "wide"
     folder.mkdir()
     (folder / "a.txt").write_text(f"{LINE}\n")
-    (folder / "b.txt").write_bytes(f"{LINE}\n".encode("utf-16"))  # a copy of a.txt, with a BOM
-    (folder / "c.txt").write_bytes(f"{OTHER}\n".encode("utf-16"))
+    (folder / "b.txt").write_bytes(bom + f"{LINE}\n".encode(encoding))  # a copy of a.txt, with a BOM
+    (folder / "c.txt").write_bytes(bom + f"{OTHER}\n".encode(encoding))
     result = run("scan", str(folder), "--report", "-")
     assert result.exit_code == 0 and "binary" not in result.stderr
     statuses = {Path(r["id"]).name: r["status"] for r in map(json.loads, result.stdout.splitlines())}
     assert statuses == {"a.txt": "unique", "b.txt": "duplicate", "c.txt": "unique"}
     assert run("compare", str(folder / "a.txt"), str(folder / "b.txt")).exit_code == 0  # as scan reads it
     lines = tmp_path / "lines.txt"
-    lines.write_bytes(f"{LINE}\n{OTHER}\n".encode("utf-16"))
+    lines.write_bytes(bom + f"{LINE}\n{OTHER}\n".encode(encoding))
+    name = encoding[:6].upper()
     for jobs in ("1", "2"):
         refused = run("filter", str(lines), "-j", jobs)
         assert refused.exit_code == 3 and refused.stdout == ""
-        assert f"{lines}: error: UTF-16 text is not read line by line" in refused.stderr
+        assert (
+            f"{lines}: error: {name} text is not read line by line (iconv -f {name}"
+            in refused.stderr.replace(": convert it to UTF-8", "")
+        )
 
 
 def test_gzip_data_on_stdin_or_in_a_file_not_named_gz_is_refused_not_read_as_lines(tmp_path: Path) -> None:
