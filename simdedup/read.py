@@ -545,7 +545,7 @@ _WIDE_BOMS = (
 
 
 def _wide_encoding(data: bytes) -> str | None:
-    """"utf-32" or "utf-16" where `data` starts with its byte-order mark, else None."""
+    """ "utf-32" or "utf-16" where `data` starts with its byte-order mark, else None."""
     return next((encoding for bom, encoding in _WIDE_BOMS if data.startswith(bom)), None)
 
 
