@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import gc
 import gzip
@@ -58,6 +59,7 @@ from .read import (
     Problem,
     ReadOptions,
     Streams,
+    file_identity,
     is_stream,
     load_json,
     printable,
@@ -700,6 +702,7 @@ class Outputs(contextlib.ExitStack):
             [(index, "--index"), (lock_path(os.path.realpath(index)), "--index's lock file")] if index else []
         )
         self.stdout_owner: str | None = None
+        self._temporary: list[str] = []  # replacing outputs' files, until renamed
         for path, what in planned:
             self._claim(path, what)
         _refuse_stdout_clash(self.sources, self.taken, self.options)
@@ -742,6 +745,7 @@ class Outputs(contextlib.ExitStack):
                 )
                 os.fchmod(fd, 0o666 & ~_umask())  # as open() would make it
                 self.push(functools.partial(_put_in_place, written, target))  # after it is closed
+                self._temporary.append(written)
                 raw = self.enter_context(os.fdopen(fd, "wb"))
                 stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="wb") if path.endswith(".gz") else raw
             else:
@@ -749,6 +753,19 @@ class Outputs(contextlib.ExitStack):
         except OSError as e:
             raise CliError(f"{path}: cannot write {what}: {e.strerror or e}") from e
         return self.enter_context(stream)
+
+    def unread(self, options: ReadOptions) -> ReadOptions:
+        """`options` with the files this run writes, once they are open (ReadOptions.written):
+        the outputs, a replacing output's temporary file, the --index and its lock file, and
+        stdout. Refused above by path, they can still be reached through a link that a walk
+        follows out of an input directory."""
+        written = {_stdout_identity()}
+        for path, _ in self.taken:
+            with contextlib.suppress(OSError):
+                written.add(file_identity(os.stat(path)))
+        for path in self._temporary:
+            written.add(file_identity(os.stat(path)))
+        return dataclasses.replace(options, written=frozenset(written - {None}))
 
     def _replaceable(self, target: str) -> bool:
         """Whether `target` can be written as a temporary file renamed over it. Not a
@@ -801,6 +818,15 @@ def _refuse_index_in_inputs(sources: Sequence[str], index: str | None, options: 
                 f"--index {index} is inside the input directory {source}, which would read it or "
                 "its lock file: keep it outside, or leave it out with --exclude"
             )
+
+
+def _stdout_identity() -> tuple[int, int] | None:
+    """stdout's file, where it is a regular file (file_identity), else None."""
+    try:
+        out = os.fstat(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # not a file descriptor (a test's capture)
+        return None
+    return file_identity(out) if stat.S_ISREG(out.st_mode) else None
 
 
 def _refuse_stdout_clash(
@@ -1362,6 +1388,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
             writers.append(UniqueWriter(f, keep_empty=not kw["drop_empty"]))
         writers += _record_writers(outputs, kw, dd, session)
         summary_json = outputs.open(kw["summary_json"], "--summary-json", replace=True)
+        read_options = outputs.unread(read_options)
         summary, groups, interrupted = _run(
             sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"]
         )
@@ -1428,7 +1455,14 @@ def filter_(source: str | None, **kw: Any) -> None:
         writers += _record_writers(outputs, kw, dd, session)
         summary_json = outputs.open(kw["summary_json"], "--summary-json", replace=True)
         summary, _, interrupted = _run(
-            sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"], keep_groups=False
+            sources,
+            settings,
+            outputs.unread(read_options),
+            messages,
+            writers,
+            dd,
+            jobs=kw["jobs"],
+            keep_groups=False,
         )
         with _finishing() as held:
             stdout.flush()
@@ -1496,6 +1530,8 @@ def _printed_chunks(
     directories a document at a time, fingerprinted in batches."""
     sources, read_options = _sources(paths), _read_options(kw)
     _refuse_stdout_clash(sources, (), read_options)
+    if (out := _stdout_identity()) is not None:  # a directory's link to it: not read back
+        read_options = dataclasses.replace(read_options, written=frozenset({out}))
     stdin = Streams(_binary(sys.stdin))
     jobs = _chunk_jobs(sources, kw["jobs"])
     load_compiled_for(_input_bytes(sources), settings, sketches=False)  # the named files' bytes

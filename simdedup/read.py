@@ -67,6 +67,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "utf16": ("error", True),
     "utf32": ("error", True),
     "gzip": ("error", True),
+    "output": ("warning", True),
 }
 
 
@@ -107,6 +108,9 @@ class ReadOptions:
     glob: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     max_doc_size: int = MAX_DOC_SIZE
+    #: The files the run writes, as (st_dev, st_ino): a directory's member that is one of
+    #: them (reached through a link the walk follows) is skipped, never read back.
+    written: frozenset[tuple[int, int]] = frozenset()
 
     def is_jsonl(self, path: str) -> bool:
         return self.jsonl or path.endswith((".jsonl", ".jsonl.gz"))
@@ -545,7 +549,7 @@ _WIDE_BOMS = (
 
 
 def _wide_encoding(data: bytes) -> str | None:
-    """ "utf-32" or "utf-16" where `data` starts with its byte-order mark, else None."""
+    """The encoding, "utf-32" or "utf-16", of text that starts with its byte-order mark."""
     return next((encoding for bom, encoding in _WIDE_BOMS if data.startswith(bom)), None)
 
 
@@ -844,6 +848,11 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
     limit = options.max_doc_size
     try:
         with _open(path) as f:
+            if options.written and file_identity(os.fstat(f.fileno())) in options.written:
+                on_problem(
+                    Problem(path, "output", "a file this run writes (reached through a link); skipped")
+                )
+                return None
             data = _read_up_to(f, limit + 1)
     except _READ_ERRORS as e:
         on_problem(Problem(path, "unreadable", getattr(e, "strerror", None) or str(e)))
@@ -872,6 +881,10 @@ def whole_text(data: bytes, final: bool, where: str, on_problem: OnProblem) -> s
         return codecs.getincrementaldecoder(encoding)().decode(data, final=final)
     except UnicodeDecodeError as e:
         return _replaced(data, e, where, on_problem, encoding)
+
+
+def file_identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
 def printable(name: str) -> str:

@@ -266,6 +266,33 @@ def test_an_output_inside_an_input_directory_is_refused_unless_the_walk_leaves_i
     assert result.exit_code == 0
 
 
+@linux_only
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_outputs_reached_through_a_link_in_an_input_directory_are_not_read_back(
+    tmp_path: Path, jobs: str
+) -> None:
+    # A trial: with corpus/link -> ../out, each output was read as a document of its own
+    # run (--unique listed itself, filter's stdout file came out in it, the lock file was
+    # an empty document): refused by path, the walk still reached them through the link.
+    outputs = ["--report", "r.jsonl", "--unique", "u.txt", "--summary-json", "s.json", "--index", "i.sdx"]
+    for command in ("scan", "filter", "fingerprint"):
+        corpus, out = tmp_path / command / "corpus", tmp_path / command / "out"
+        corpus.mkdir(parents=True)
+        out.mkdir()
+        (corpus / "a.txt").write_text(f"{LINE}\n")
+        (corpus / "link").symlink_to("../out")
+        args = [a if a.startswith("-") else str(out / a) for a in outputs] if command == "scan" else []
+        with open(out / "stdout.txt", "wb") as stdout:
+            result = simdedup(command, str(corpus), "-j", jobs, *args, stdout=stdout)
+        assert result.returncode == 0, result.stderr
+        assert b"1 documents: 1 unique" in result.stderr or command == "fingerprint"
+        read = "".join(
+            f.read_text() for f in (out / "stdout.txt", out / "r.jsonl", out / "u.txt") if f.exists()
+        )
+        assert "link" not in read and "a.txt" in read
+        assert b"link/stdout.txt: warning: a file this run writes" in result.stderr
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_crlf_lines_come_out_of_filter_and_unique_as_they_came(tmp_path: Path, jobs: str) -> None:
     data = f"{LINE}\r\n{OTHER}\r\n{LINE}\r\nlast line without an end".encode()
