@@ -68,6 +68,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "utf32": ("error", True),
     "gzip": ("error", True),
     "output": ("warning", True),
+    "shrank": ("warning", False),
 }
 
 
@@ -311,7 +312,26 @@ def _read_file(path: str, options: ReadOptions, on_problem: OnProblem) -> Iterat
         on_problem(Problem(path, "unreadable", e.strerror or str(e)))
         return
     with stream:
+        opened = _size_opened(stream)
         yield from _read_stream(stream, path, options, on_problem)
+        if (problem := _shrank(stream, opened, path)) is not None:
+            on_problem(problem)
+
+
+def _size_opened(stream: IO[bytes]) -> int | None:
+    """The size of a plain file as it is opened (None for a gzip stream)."""
+    return None if isinstance(stream, gzip.GzipFile) else os.fstat(stream.fileno()).st_size
+
+
+def _shrank(stream: IO[bytes], opened: int | None, path: str) -> Problem | None:
+    """A file cut shorter while it was read (a log rotated by truncation, a crawl rewritten):
+    its last line read may be a piece of one, taken as a whole document."""
+    if opened is None or stream.tell() >= opened or os.fstat(stream.fileno()).st_size >= opened:
+        return None
+    read = f"{stream.tell():,} of {opened:,} bytes"
+    return Problem(
+        path, "shrank", f"the file shrank while it was read ({read}): its last line may be cut short"
+    )
 
 
 def _read_stream(
@@ -430,7 +450,10 @@ def read_chunks(
             yield Problem(path, "unreadable", e.strerror or str(e))
             continue
         with stream:
+            opened = _size_opened(stream)
             yield from _chunks(_blocks(stream, size), path, size)
+            if (problem := _shrank(stream, opened, path)) is not None:
+                yield problem
 
 
 def _blocks(stream: IO[bytes], size: int) -> Iterator[bytes]:

@@ -332,3 +332,31 @@ def test_stdin_read_in_chunks_gives_what_reading_it_by_lines_gives(data: bytes, 
         else:
             docs.extend(read_chunk(item, options, problems.append))
     assert (docs, problems) == read(["-"], options, stdin=data)
+
+
+def test_a_file_cut_shorter_while_it_is_read_is_warned_about(tmp_path: Path) -> None:
+    # A trial: a file truncated mid-read ended in a piece of a line taken as a whole
+    # document, without a word (a log rotated by truncation, a crawl rewritten).
+    f = tmp_path / "growing.txt"
+    f.write_text("".join(f"line {i} of a file that is cut while it is read\n" for i in range(20_000)))
+    problems: list[Problem] = []
+    docs = read_documents([str(f)], ReadOptions(), problems.append)
+    assert next(docs).id == f"{f}:1"
+    os.truncate(f, 1000)
+    rest = list(docs)
+    assert [p.kind for p in problems] == ["shrank"] and len(rest) < 20_000 - 1
+    assert "the file shrank while it was read" in problems[0].message
+    items = read_chunks([str(f)], ReadOptions(), size=4096)
+    f.write_text("".join(f"line {i} of a file that is cut while it is read\n" for i in range(20_000)))
+    assert isinstance(next(items), Chunk)
+    os.truncate(f, 1000)
+    last = list(items)[-1]
+    assert isinstance(last, Problem) and last.kind == "shrank"
+    # A file read whole, or one that grows while it is read, is not warned about.
+    problems.clear()
+    f.write_text("".join(f"line {i} of a file that grows while it is read\n" for i in range(20_000)))
+    docs = read_documents([str(f)], ReadOptions(), problems.append)
+    next(docs)
+    with open(f, "a") as grown:
+        grown.write("one more line\n")
+    assert list(docs)[-1].text == "one more line" and problems == []
