@@ -301,6 +301,18 @@ def _revisited(path: str) -> Problem:
 _READ_ERRORS = (OSError, EOFError, gzip.BadGzipFile, zlib.error)
 
 
+def _read_error(e: BaseException) -> str:
+    """What a read error says, in our words where Python's are its own (`Not a gzipped
+    file (b'no')`, `Compressed file ended before the end-of-stream marker was reached`)."""
+    if isinstance(e, gzip.BadGzipFile):
+        return "not gzip data, or damaged gzip data"
+    if isinstance(e, EOFError):
+        return "the gzip stream is cut short"
+    if isinstance(e, zlib.error):
+        return "damaged gzip data"
+    return getattr(e, "strerror", None) or str(e)
+
+
 def _open(path: str) -> IO[bytes]:
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
@@ -375,7 +387,7 @@ def _read_stream(
             yield doc
     except _READ_ERRORS as e:
         where = f"{shown}:{lineno + 1}" if lineno else shown
-        on_problem(Problem(where, "unreadable", f"cannot read further: {e}"))
+        on_problem(Problem(where, "unreadable", f"cannot read further: {_read_error(e)}"))
         return
     if lineno == 0 and not is_stream(name):  # an empty pipe is a quiet day, not a broken file
         on_problem(_empty(name))
@@ -486,7 +498,8 @@ def _chunks(
         if lines := pending.whole_lines():
             yield Chunk(name, first, lines)
             first += _newlines(lines)
-        yield Problem(f"{name}:{first}" if first > 1 else name, "unreadable", f"cannot read further: {e}")
+        where = f"{name}:{first}" if first > 1 else name
+        yield Problem(where, "unreadable", f"cannot read further: {_read_error(e)}")
         return
     if pending:
         yield Chunk(name, first, pending.take())
@@ -878,7 +891,7 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
                 return None
             data = _read_up_to(f, limit + 1)
     except _READ_ERRORS as e:
-        on_problem(Problem(path, "unreadable", getattr(e, "strerror", None) or str(e)))
+        on_problem(Problem(path, "unreadable", _read_error(e)))
         return None
     wide = _wide_encoding(data) is not None  # a whole file is one document: read as UTF-16 or -32
     if not wide and b"\0" in data[:_SNIFF]:

@@ -631,9 +631,18 @@ def test_a_damaged_gzip_is_one_error_and_the_other_inputs_are_read(tmp_path: Pat
         result = run(*args, "-j", jobs)
         assert result.exit_code == 3, result.output
         errors = [line for line in result.stderr.splitlines() if ": error: " in line]
-        assert len(errors) == 1 and "while decompressing data" in errors[0]
+        assert len(errors) == 1 and "damaged gzip data" in errors[0]
     kept = run("scan", str(crawl), "-j", jobs, "--unique", "-").stdout.splitlines()
     assert kept == [str(crawl / "a.txt"), str(crawl / "c.txt")]
+    # In our words, not Python's: "Not a gzipped file (b'no')", "Compressed file ended
+    # before the end-of-stream marker was reached" (a trial).
+    packed = gzip.compress("".join(f"line {i}\n" for i in range(5000)).encode())
+    for data, said in [(b"no gzip\n", "not gzip data"), (packed[:-30], "the gzip stream is cut short")]:
+        (crawl / "b.txt.gz").write_bytes(data)
+        named.write_bytes(data)
+        for args in (["scan", str(crawl)], ["filter", str(named)]):
+            errors = [line for line in run(*args, "-j", jobs).stderr.splitlines() if ": error: " in line]
+            assert len(errors) == 1 and said in errors[0] and "marker" not in errors[0], errors
 
 
 def test_an_unreadable_input_is_left_to_the_reader_not_refused_as_usage(
