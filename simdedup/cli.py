@@ -14,6 +14,7 @@ import gc
 import gzip
 import io
 import json
+import math
 import os
 import signal
 import stat
@@ -403,6 +404,17 @@ def _progress(items: Iterator[Decision], messages: Messages) -> Iterator[Decisio
 # ---------------------------------------------------------------- shared options
 
 
+class Number(click.FloatRange):
+    """click's FloatRange without NaN, which every comparison of its range lets through
+    (`--verify nan` reached the library's check: a traceback, exit 1)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
+
+
 class Size(click.ParamType):
     """A byte count with an optional K, M or G suffix (powers of 1024)."""
 
@@ -415,7 +427,7 @@ class Size(click.ParamType):
         scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
         try:
             n = int(float(text[:-1] if scale > 1 else text) * scale)
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: inf, 1e400
             self.fail(f"{value!r} is not a size like 16M", param, ctx)
         if n < 1:
             self.fail("must be at least 1 byte", param, ctx)
@@ -554,7 +566,7 @@ def verify_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
     return click.option(
         "--verify",
-        type=click.FloatRange(0, 1, min_open=True),
+        type=Number(0, 1, min_open=True),
         default=MIN_JACCARD,
         show_default=True,
         metavar="JACCARD",
@@ -616,7 +628,7 @@ def index_options(f: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--wait",
-            type=click.FloatRange(0),
+            type=Number(0),
             default=0,
             metavar="SECONDS",
             help="If another run is using --index, wait up to SECONDS for it (default: fail at once).",
@@ -1956,7 +1968,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option(
     "--wait",
-    type=click.FloatRange(0),
+    type=Number(0),
     default=0,
     metavar="SECONDS",
     help="If another run is using OUT or an IN, wait up to SECONDS for it (default: fail at once).",

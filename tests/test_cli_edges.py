@@ -395,6 +395,30 @@ def test_links_that_point_at_each_other_are_named_a_loop(tmp_path: Path) -> None
 # ---------------------------------------------------------------- options
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["filter", "--verify", "nan"], "'nan' is not a number"),
+        (["compare", "--text", LINE, "--text", OTHER, "--verify", "nan"], "'nan' is not a number"),
+        (["filter", "--index", "INDEX", "--wait", "nan"], "'nan' is not a number"),
+        (["index", "merge", "INDEX", "INDEX", "--wait", "nan"], "'nan' is not a number"),
+        (["scan", "--max-doc-size", "inf"], "'inf' is not a size like 16M"),
+        (["scan", "--max-doc-size", "1e400"], "'1e400' is not a size like 16M"),
+    ],
+)
+def test_numbers_that_are_not_numbers_are_usage_errors(tmp_path: Path, args: list[str], said: str) -> None:
+    # A trial: NaN passed click's range check (every comparison with it is false) and
+    # reached the library's (a traceback, exit 1, which --fail-on-duplicates means
+    # "duplicates found"), or a lock file was left; inf was an OverflowError.
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n")
+    index = tmp_path / "seen.sdx"
+    args = [str(index) if a == "INDEX" else a for a in args]
+    result = CliRunner().invoke(main, [*args, *([str(lines)] if args[0] in ("scan", "filter") else [])])
+    assert result.exit_code == 2 and said in result.output, result.output
+    assert list(tmp_path.iterdir()) == [lines]
+
+
 def test_verify_and_no_verify_together_are_refused(tmp_path: Path) -> None:
     lines = tmp_path / "lines.txt"
     lines.write_text(f"{LINE}\n")
