@@ -720,8 +720,11 @@ class Outputs(contextlib.ExitStack):
         _refuse_stdout_clash(self.sources, self.taken, self.options)
 
     def _claim(self, path: str | None, what: str) -> None:
+        path = _stdout_named(path)
         if path is None or (path, what) in self.taken or (path == "-" and self.stdout_owner == what):
             return
+        if _stderr_file_named(path):
+            raise CliError(f"{what} {path} is the file stderr writes to; the messages would write over it")
         if path == "-":
             if self.stdout_owner:
                 raise CliError(f"{what} and {self.stdout_owner} cannot both write to stdout")
@@ -745,7 +748,7 @@ class Outputs(contextlib.ExitStack):
         if path is None:
             return None
         self._claim(path, what)
-        if path == "-":
+        if _stdout_named(path) == "-":
             return _binary(sys.stdout)
         target = os.path.realpath(path)
         if replace and not self._replaceable(target):
@@ -834,11 +837,39 @@ def _refuse_index_in_inputs(sources: Sequence[str], index: str | None, options: 
 
 def _stdout_identity() -> tuple[int, int] | None:
     """stdout's file, where it is a regular file (file_identity), else None."""
+    out = _stat_of(sys.stdout)
+    return file_identity(out) if out is not None and stat.S_ISREG(out.st_mode) else None
+
+
+def _stat_of(stream: Any) -> os.stat_result | None:
     try:
-        out = os.fstat(sys.stdout.fileno())
+        return os.fstat(stream.fileno())
     except (AttributeError, OSError, ValueError):  # not a file descriptor (a test's capture)
         return None
-    return file_identity(out) if stat.S_ISREG(out.st_mode) else None
+
+
+def _names(path: str, st: os.stat_result | None) -> bool:
+    try:
+        return st is not None and os.path.samestat(os.stat(path), st)
+    except OSError:
+        return False
+
+
+def _stdout_named(path: str | None) -> str | None:
+    """ "-" for an output named as stdout (/dev/stdout, /dev/fd/1, /proc/self/fd/1), else
+    `path`: opened as a file of its own, it wrote over stdout's file from its start, or
+    mixed its records into a pipe's stream that another output owned. (A file's own path
+    that stdout is redirected to is refused instead: `--report r > r`.)"""
+    if path is None or not path.startswith(("/dev/", "/proc/")):
+        return path
+    return "-" if _names(path, _stat_of(sys.stdout)) else path
+
+
+def _stderr_file_named(path: str) -> bool:
+    """Whether `path` is the regular file stderr writes to (`--report /dev/stderr 2> e.txt`):
+    the messages would write over it. A terminal or a pipe takes both."""
+    err = _stat_of(sys.stderr)
+    return err is not None and stat.S_ISREG(err.st_mode) and _names(path, err)
 
 
 def _refuse_stdout_clash(

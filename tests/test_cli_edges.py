@@ -223,6 +223,32 @@ def test_an_output_that_is_the_index_lock_file_is_refused(tmp_path: Path, output
     assert not seen.exists()
 
 
+@linux_only
+def test_an_output_named_by_stdout_or_stderr_is_stdout_or_refused(tmp_path: Path) -> None:
+    # A trial: --unique /dev/stdout into a pipe mixed the kept lines into the group
+    # listing (exit 0), where into a file it was refused; --report /dev/stderr 2> e.txt
+    # had the messages write over the report.
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{LINE}\n{OTHER}\n")
+    piped = simdedup("scan", "-q", str(lines), "--unique", "/dev/stdout")
+    assert (piped.returncode, piped.stdout) == (0, f"{LINE}\n{OTHER}\n".encode()), piped.stderr
+    with open(tmp_path / "out.txt", "wb") as stdout:
+        into_file = simdedup("scan", "-q", str(lines), "--unique", "/dev/stdout", stdout=stdout)
+    assert into_file.returncode == 0 and (tmp_path / "out.txt").read_text() == f"{LINE}\n{OTHER}\n"
+    refused = simdedup("filter", "-q", str(lines), "--duplicates", "/dev/fd/1")
+    assert (
+        refused.returncode == 2
+        and b"--duplicates and filter output cannot both write to stdout" in refused.stderr
+    )
+    with open(tmp_path / "e.txt", "wb") as stderr:
+        command = [sys.executable, "-m", "simdedup", "filter", str(lines), "--report", "/dev/stderr"]
+        result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=stderr, timeout=120, check=False)
+    said = (tmp_path / "e.txt").read_text()
+    assert result.returncode == 2 and "--report /dev/stderr is the file stderr writes to" in said
+    piped = simdedup("filter", str(lines), "--report", "/dev/stderr")  # a pipe takes both
+    assert piped.returncode == 0 and piped.stderr.count(b'"status"') == 3
+
+
 @pytest.mark.parametrize("command", ["scan", "filter"])
 def test_outputs_that_clash_are_refused_before_any_output_is_emptied(tmp_path: Path, command: str) -> None:
     lines = tmp_path / "lines.txt"
