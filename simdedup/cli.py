@@ -66,6 +66,7 @@ from .read import (
     printable,
     read_chunks,
     read_documents,
+    record_lines,
     walk_reads,
     whole_text,
 )
@@ -1824,32 +1825,33 @@ def calibrate_command(
     """
     settings = _settings(kw)
     pairs: list[LabelledPair] = []
-    status = ExitStatus.OK
-    with click.open_file(pairs_path, encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = load_json(line)
-                if not isinstance(record, dict):
-                    raise ValueError(f"a JSON {type(record).__name__}, not an object")
-                a, b, label = record[a_field], record[b_field], record[label_field]
-                if not isinstance(a, str) or not isinstance(b, str) or label not in (True, False, 0, 1):
-                    raise ValueError(f"{a_field!r}, {b_field!r} must be text, {label_field!r} true or false")
-            except (ValueError, KeyError, TypeError, RecursionError) as e:
-                what = (
-                    f"missing field {e}"
-                    if isinstance(e, KeyError)
-                    else f"not JSON: {e}"
-                    if isinstance(e, json.JSONDecodeError)
-                    else "JSON nested too deeply to read (about 1,000 levels)"
-                    if isinstance(e, RecursionError)
-                    else str(e)
+    problems = _Problems(Messages())
+    for where, line in record_lines(pairs_path, _binary(sys.stdin), problems):
+        if not line.strip():
+            continue
+        try:
+            record = load_json(line)
+            if not isinstance(record, dict):
+                raise ValueError(f"a JSON {type(record).__name__}, not an object")
+            a, b, label = record[a_field], record[b_field], record[label_field]
+            if not isinstance(a, str) or not isinstance(b, str) or label not in (True, False, 0, 1):
+                raise ValueError(
+                    f"{a_field!r}, {b_field!r} must be text, {label_field!r} true or false (or 1, 0)"
                 )
-                click.echo(f"{pairs_path}:{n}: error: {what}", err=True)
-                status = ExitStatus.INPUT_ERRORS
-                continue
-            pairs.append(LabelledPair(a, b, bool(label)))
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            what = (
+                f"missing field {e}"
+                if isinstance(e, KeyError)
+                else f"not JSON: {e}"
+                if isinstance(e, json.JSONDecodeError)
+                else "JSON nested too deeply to read (about 1,000 levels)"
+                if isinstance(e, RecursionError)
+                else str(e)
+            )
+            problems(Problem(where, "bad-record", what))
+            continue
+        pairs.append(LabelledPair(a, b, bool(label)))
+    status = ExitStatus.INPUT_ERRORS if problems.errors else ExitStatus.OK
     if not pairs:
         raise CliError(f"{pairs_path}: no labelled pairs in it", ExitStatus.INPUT_ERRORS)
     if len({p.duplicate for p in pairs}) < 2:

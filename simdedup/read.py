@@ -317,6 +317,37 @@ def _open(path: str) -> IO[bytes]:
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
+def record_lines(path: str, stdin: IO[bytes], on_problem: OnProblem) -> Iterator[tuple[str, str]]:
+    """The lines of a JSONL file of records of a command's own (calibrate's pairs), or of
+    stdin ("-"), read as a JSONL file is read: .gz decompressed, a byte-order mark
+    before a line passed over, bytes that are not UTF-8 replaced and reported, gzip or
+    UTF-16 data where text was expected refused. (PATH:LINE, text) a line; blank ones too."""
+    try:
+        stream = stdin if is_stream(path) else _open(path)
+    except OSError as e:
+        on_problem(Problem(path, "unreadable", e.strerror or str(e)))
+        return
+    shown, lineno = printable(path), 0
+    try:
+        for lineno, line in enumerate(stream, 1):  # noqa: B007 (lineno is used after the loop)
+            raw = line.rstrip(b"\n").rstrip(b"\r")
+            if lineno == 1 and (problem := _not_text(raw, shown)) is not None:
+                on_problem(problem)
+                return
+            where = f"{shown}:{lineno}"
+            raw = raw.removeprefix(codecs.BOM_UTF8)
+            try:
+                yield where, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield where, _replaced(raw, e, where, on_problem)
+    except _READ_ERRORS as e:
+        where = f"{shown}:{lineno + 1}" if lineno else shown
+        on_problem(Problem(where, "unreadable", f"cannot read further: {_read_error(e)}"))
+    finally:
+        if stream is not stdin:
+            stream.close()
+
+
 def _read_file(path: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[Document]:
     try:
         stream = _open(path)

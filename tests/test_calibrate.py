@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import gzip
 import json
 from pathlib import Path
 
@@ -89,6 +91,23 @@ def test_cli_json_marks_the_best_distance(tmp_path: Path) -> None:
     assert result.exit_code == 0 and result.stderr == ""
     assert len(records) == 6 * 4
     assert sum(r["best"] for r in records if r["preset"] == "settings") == 1
+
+
+def test_cli_reads_pairs_as_scan_reads_jsonl(tmp_path: Path) -> None:
+    # A trial: a .gz file was read as lines of binary (48 "not JSON" errors, then no
+    # pairs), and a byte-order mark cost the first pair.
+    text = "".join(json.dumps({"a": p.a, "b": p.b, "duplicate": p.duplicate}) + "\n" for p in PAIRS)
+    packed, marked, hidden = tmp_path / "pairs.jsonl.gz", tmp_path / "bom.jsonl", tmp_path / "pairs.data"
+    packed.write_bytes(gzip.compress(text.encode()))
+    marked.write_bytes(codecs.BOM_UTF8 + text.encode())
+    hidden.write_bytes(gzip.compress(text.encode()))
+    for path in (packed, marked):
+        result = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "2"])
+        assert (result.exit_code, result.stderr) == (0, ""), result.output
+        assert result.stdout.startswith("4 pairs, 2 labelled duplicate\n")
+    for args, given in (([str(hidden)], b""), (["-"], packed.read_bytes())):
+        result = CliRunner().invoke(main, ["calibrate", *args], input=given)
+        assert result.exit_code == 3 and result.stderr.count("gzip data is not read as text") == 1
 
 
 def test_cli_refuses_a_file_without_pairs(tmp_path: Path) -> None:
