@@ -63,6 +63,7 @@ from .read import (
     file_identity,
     is_stream,
     load_json,
+    looks_binary,
     printable,
     read_chunks,
     read_documents,
@@ -672,7 +673,9 @@ def _read_options(kw: dict[str, Any]) -> ReadOptions:
     return ReadOptions(
         jsonl=kw.pop("jsonl"),
         text_field=kw.pop("text_field"),
-        id_field=kw["id_field"] or "id",
+        id_field="id"
+        if kw["id_field"] is None
+        else kw["id_field"],  # '' is a field name, as for --text-field
         id_named=kw.pop("id_field") is not None,
         features_field=kw.pop("features_field"),
         glob=kw.pop("glob"),
@@ -1652,7 +1655,10 @@ def _read_whole(path: str) -> Document:
         except OSError as e:
             raise CliError(f"{path}: {e.strerror or e}") from e
     # As scan reads a directory's file: fingerprinted on its first --max-doc-size bytes
-    # (16 MiB), UTF-16 or UTF-32 after its byte-order mark, else UTF-8 without one.
+    # (16 MiB), UTF-16 or UTF-32 after its byte-order mark, else UTF-8 without one; a
+    # binary file, which scan skips, is no document.
+    if looks_binary(data):
+        raise CliError(f"{path}: a binary file, which scan skips: nothing to compare")
     text = whole_text(data[:MAX_DOC_SIZE], len(data) <= MAX_DOC_SIZE, path, lambda problem: None)
     return Document(printable(path), text, os.fsencode(path))
 
@@ -1662,7 +1668,12 @@ def _read_whole(path: str) -> Document:
     no_verify="Decide as scan --no-verify does: on the whole fingerprints alone, without heads or Jaccard."
 )
 @click.argument("files", nargs=-1, type=click.Path())
-@click.option("--text", "texts", multiple=True, help="A document given inline (twice, instead of files).")
+@click.option(
+    "--text",
+    "texts",
+    multiple=True,
+    help="A document given inline (twice, or once after a FILE, which is a).",
+)
 @fingerprint_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON object.")
 @click.option(
@@ -1689,7 +1700,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     """
     settings, verify = _settings(kw), _verify(kw)
     if len(files) + len(texts) != 2:
-        raise CliError("compare takes exactly two documents: two FILEs, or --text twice")
+        raise CliError("compare takes exactly two documents: two FILEs, --text twice, or a FILE and a --text")
     docs = [_read_whole(f) for f in files] + [
         Document(f"--text {i + 1}", t, b"") for i, t in enumerate(texts)
     ]
@@ -1758,7 +1769,9 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     else:
 
         def feats(items: list[tuple[str, float]]) -> str:
-            return ", ".join(f"{t!r} ({w:g})" for t, w in items) or "-"
+            return ", ".join(f"{t!r} ({w:g})" for t, w in items) or (
+                "-" if shown else "not shown (--features 0)"
+            )
 
         verdict = "near-duplicates" if near else "not near-duplicates"
         checked = "not checked (--no-verify)" if verify is None else f"at least {verify:g} to verify"
@@ -1780,8 +1793,13 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             f"heads       {heads} (fingerprints of {HEAD_SPEC})",
             f"similarity  {result['similarity']:.4f}",
             f"jaccard     {jaccard:.4f} of shingles, estimated; {checked}",
-            f"blocks      {blocks} of the index's {len(index_blocks)} agree (its tables key on "
-            + ("pairs of them)" if per_key == 2 else "one each)"),
+            "blocks      "
+            + (
+                f"none used: at k = {settings.distance} every kept document is compared"
+                if Layout.for_(settings.bits, settings.distance).brute_force
+                else f"{blocks} of the index's {len(index_blocks)} agree (its tables key on "
+                + ("pairs of them)" if per_key == 2 else "one each)")
+            ),
             f"only in a   {feats(only_a)}",
             f"only in b   {feats(only_b)}",
             f"verdict     {verdict}",

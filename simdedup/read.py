@@ -924,8 +924,7 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
     except _READ_ERRORS as e:
         on_problem(Problem(path, "unreadable", _read_error(e)))
         return None
-    wide = _wide_encoding(data) is not None  # a whole file is one document: read as UTF-16 or -32
-    if not wide and b"\0" in data[:_SNIFF]:
+    if looks_binary(data):
         on_problem(Problem(path, "binary", "binary file; skipped"))
         return None
     raw = os.fsencode(path)
@@ -934,6 +933,12 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
     if truncated:
         on_problem(Problem(path, "too-large", f"file is over {_size(limit)}; fingerprinted its first part"))
     return Document(printable(path), text, raw)
+
+
+def looks_binary(data: bytes) -> bool:
+    """Whether a whole file that starts with `data` is binary, not text: a NUL in its
+    first _SNIFF bytes, where it is no UTF-16 or UTF-32 text (read as such)."""
+    return _wide_encoding(data) is None and b"\0" in data[:_SNIFF]
 
 
 def whole_text(data: bytes, final: bool, where: str, on_problem: OnProblem) -> str:

@@ -584,6 +584,27 @@ def test_a_wide_distance_is_warned_about_and_compares_every_row(tmp_path: Path) 
     assert "buckets of the tables this distance would have (not used: every row" in info.stdout
     layout = json.loads(run("index", "info", str(seen), "--json").stdout)["layout"]
     assert layout.startswith("every row compared")
+    blocks = [
+        line for line in run("compare", "--text", LINE, "--text", OTHER, "-k", "12").stdout.splitlines()
+    ]
+    assert (
+        "blocks      none used: at k = 12 every kept document is compared" in blocks
+    )  # not "key on one each"
+
+
+def test_compare_reads_as_scan_reads_and_says_what_it_leaves_out(tmp_path: Path) -> None:
+    # A trial: two binary files were "near-duplicates" (scan skips them); --features 0
+    # listed "-" as if nothing were unshared; --id-field '' meant "id", where
+    # --text-field '' is the field named "".
+    binary = tmp_path / "b.bin"
+    binary.write_bytes(bytes(range(256)) * 2)
+    result = run("compare", str(binary), str(binary))
+    assert result.exit_code == 2 and f"{binary}: a binary file, which scan skips" in result.stderr
+    hidden = run("compare", "--text", LINE, "--text", OTHER, "--features", "0").stdout
+    assert "only in a   not shown (--features 0)" in hidden
+    named = tmp_path / "named.jsonl"
+    named.write_text(json.dumps({"": "by the empty name", "id": "by id", "text": LINE}) + "\n")
+    assert run("fingerprint", str(named), "--id-field", "").stdout.split("\t")[1] == "by the empty name\n"
 
 
 def test_no_color_leaves_the_terminal_table_without_any_style(tmp_path: Path) -> None:
