@@ -541,7 +541,13 @@ def occurrence_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int 
 
 
 def distance(a: int, b: int) -> int:
-    """Hamming distance: the number of bits in which two fingerprints (ints >= 0) differ."""
+    """Hamming distance: the number of bits in which two fingerprints (ints >= 0, of any
+    width: 2 ** 64 is a 128-bit one) differ."""
+    if type(a) is not int or type(b) is not int:  # a float or a string, a bool
+        bad = a if type(a) is not int else b
+        if isinstance(bad, bool) or not isinstance(bad, numbers.Integral):
+            raise ValueError(f"a fingerprint is an int, not {bad!r}")
+        a, b = int(a), int(b)  # numpy integers
     if a < 0 or b < 0:
         raise ValueError(f"fingerprints are ints >= 0, not {min(a, b)}")
     return (a ^ b).bit_count()

@@ -544,9 +544,9 @@ class BlockIndex:
 
     def add(self, fp: int) -> int:
         """Store a fingerprint; returns its row."""
-        if not 0 <= fp < 1 << self.bits:
+        if type(fp) is int and not 0 <= fp < 1 << self.bits:
             raise ValueError(f"fingerprint {fp:#x} does not fit in {self.bits} bits")
-        return self.add_many(fingerprint_array([fp], self.bits)).start
+        return self.add_many(fingerprint_array([fp], self.bits)).start  # refuses "5", 5.0
 
     def add_many(self, fps: np.ndarray) -> range:
         """Store fingerprints given as fingerprint_array() returns them; returns their rows."""

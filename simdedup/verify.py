@@ -233,6 +233,9 @@ class VerifyingDeduplicator(Deduplicator):
 
     def _given(self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any) -> tuple[Any, ...]:
         sketches, heads = given
+        for name, rows in (("sketches", sketches), ("heads", heads)):
+            if rows is not None and len(rows) != len(docs):
+                raise ValueError(f"{len(rows)} {name} for {len(docs)} documents: give one a document")
         if heads is None:  # made once here, for the twins' keys and for _Heads.of
             heads = _heads_of(docs, self.settings, self.hashfunc)
         return sketches, heads

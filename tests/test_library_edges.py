@@ -141,6 +141,17 @@ def test_one_path_is_not_walked_character_by_character(tmp_path: Path) -> None:
         lambda: fingerprint_batch([{"a": 1.0}], hashfunc=lambda f: 1.5),  # a float hash was truncated
         lambda: fingerprint_batch([{"a": 1.0}], hashfunc=lambda f: -1),
         lambda: list(fingerprint_batches([], Settings(), jobs=-1)),
+        # a second trial: TypeErrors where the README promises ValueError
+        lambda: BlockIndex().add("5"),
+        lambda: BlockIndex().add(5.0),
+        lambda: distance(1.0, 0),
+        lambda: distance(0, True),
+        lambda: VerifyingDeduplicator(Settings()).decide_many(
+            [Document("a", "x y", b"x y")], [1], heads=[1, 2]
+        ),
+        lambda: VerifyingDeduplicator(Settings()).decide_many(
+            [Document("a", "x y", b"x y")], [1], sketches=np.zeros((2, 256), np.uint8)
+        ),
     ],
 )
 def test_library_arguments_a_trial_found_taken_are_refused(call) -> None:
