@@ -670,13 +670,12 @@ def _settings(kw: dict[str, Any]) -> Settings:
 
 
 def _read_options(kw: dict[str, Any]) -> ReadOptions:
+    id_field = kw.pop("id_field")  # None: not given; '' is a field name, as for --text-field
     return ReadOptions(
         jsonl=kw.pop("jsonl"),
         text_field=kw.pop("text_field"),
-        id_field="id"
-        if kw["id_field"] is None
-        else kw["id_field"],  # '' is a field name, as for --text-field
-        id_named=kw.pop("id_field") is not None,
+        id_field="id" if id_field is None else id_field,
+        id_named=id_field is not None,
         features_field=kw.pop("features_field"),
         glob=kw.pop("glob"),
         exclude=kw.pop("exclude"),
@@ -699,9 +698,9 @@ class Outputs(contextlib.ExitStack):
     """Output files, opened before any work (so a bad path fails at once) and always
     closed; "-" is stdout, which then belongs to that output alone. A file is one
     output's: one that is an input, inside an input directory (where reading it would
-    read it), the --index or its lock file, or another output is refused. Every output `planned` is
-    checked before any is opened, which empties it: a clash found at the third output
-    must not have emptied the first two."""
+    read it), the --index or its lock file, or another output is refused. Every output
+    `planned` is checked before any is opened, which empties it: a clash found at the
+    third output must not have emptied the first two."""
 
     def __init__(
         self,
@@ -727,7 +726,7 @@ class Outputs(contextlib.ExitStack):
         path = _stdout_named(path)
         if path is None or (path, what) in self.taken or (path == "-" and self.stdout_owner == what):
             return
-        if _stderr_file_named(path):
+        if path != "-" and _stderr_file_named(path):
             raise CliError(f"{what} {path} is the file stderr writes to; the messages would write over it")
         if path == "-":
             if self.stdout_owner:
@@ -860,10 +859,10 @@ def _names(path: str, st: os.stat_result | None) -> bool:
 
 
 def _stdout_named(path: str | None) -> str | None:
-    """ "-" for an output named as stdout (/dev/stdout, /dev/fd/1, /proc/self/fd/1), else
-    `path`: opened as a file of its own, it wrote over stdout's file from its start, or
-    mixed its records into a pipe's stream that another output owned. (A file's own path
-    that stdout is redirected to is refused instead: `--report r > r`.)"""
+    """An output's path, or "-" where it names stdout (/dev/stdout, /dev/fd/1,
+    /proc/self/fd/1): opened as a file of its own, it wrote over stdout's file from its
+    start, or mixed its records into a pipe's stream that another output owned. (A
+    file's own path that stdout is redirected to is refused instead: `--report r > r`.)"""
     if path is None or not path.startswith(("/dev/", "/proc/")):
         return path
     return "-" if _names(path, _stat_of(sys.stdout)) else path
