@@ -882,34 +882,24 @@ def _refuse_stdout_clash(
     `cat` refuses `cat f >> f`: an input (which the run would read back as it grows),
     a file inside an input directory, stdin itself, or another output (the two would
     write over each other). Checked by the file's identity, before any work."""
-    try:
-        out = os.fstat(sys.stdout.fileno())
-    except (AttributeError, OSError, ValueError):  # not a file descriptor (a test's capture)
+    out = _stat_of(sys.stdout)
+    if out is None or not stat.S_ISREG(out.st_mode):
         return
-    if not stat.S_ISREG(out.st_mode):
-        return
-
-    def same(path: str) -> bool:
-        try:
-            return os.path.samestat(os.stat(path), out)
-        except OSError:
-            return False
-
-    with contextlib.suppress(OSError, ValueError):
-        if os.path.samestat(os.fstat(sys.stdin.fileno()), out) and (not sources or STDIN in sources):
-            raise CliError("stdout is the file stdin reads; it would read what it writes")
+    stdin = _stat_of(sys.stdin)
+    if stdin is not None and os.path.samestat(stdin, out) and (not sources or STDIN in sources):
+        raise CliError("stdout is the file stdin reads; it would read what it writes")
     name = None
     with contextlib.suppress(OSError):
         name = os.readlink(f"/proc/self/fd/{sys.stdout.fileno()}")  # Linux: the file's path
     for source in sources:
         if source == STDIN:
             continue
-        if same(source):
+        if _names(source, out):
             raise CliError(f"stdout is the input {source}; it would read what it writes")
         if name and os.path.isdir(source) and walk_reads(source, name, options or ReadOptions()):
             raise CliError(f"stdout is {name}, inside the input directory {source}, which would read it")
     for path, what in outputs:
-        if path != "-" and same(path):
+        if path != "-" and _names(path, out):
             raise CliError(f"stdout and {what} are the same file, {path}")
 
 
