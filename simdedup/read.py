@@ -876,7 +876,9 @@ def _listing(directory: str) -> tuple[list[str], dict[str, str]]:
 
     One short string an entry, about 80 bytes, where the os.DirEntry objects took ~220:
     a flat directory of 1M files is listed in ~80 MB. NUL sorts below every character
-    a file name can hold, so the strings sort as their names do."""
+    a file name can hold, so the strings sort as their names do: by their bytes, as
+    `LC_ALL=C ls` does, also where a name is not UTF-8 (os.fsdecode's surrogates would
+    sort it by code point, after U+D7FF's characters and before U+E000's)."""
     entries: list[str] = []
     errors: dict[str, str] = {}
     with os.scandir(directory) as it:
@@ -893,7 +895,7 @@ def _listing(directory: str) -> tuple[list[str], dict[str, str]]:
                 loop = e.errno == errno.ELOOP  # links that point at each other
                 errors[entry.name] = "symbolic link loop; not followed" if loop else e.strerror or str(e)
             entries.append(f"{entry.name}\0{kind}")
-    entries.sort()
+    entries.sort(key=None if all(map(str.isascii, entries)) else os.fsencode)
     return entries, errors
 
 

@@ -127,6 +127,16 @@ def test_a_directory_is_read_in_the_order_of_its_names_whatever_they_share(tmp_p
     assert [os.path.basename(d.id) for d in docs] == sorted(names)
 
 
+def test_names_that_are_not_utf8_sort_by_their_bytes(tmp_path: Path) -> None:
+    # U+E000 is b"\xee\x80\x80", below the byte 0xf5 that is no UTF-8; as a string,
+    # that byte's surrogate U+DCF5 sorts below U+E000.
+    names = [b"a\xee\x80\x80", b"a\xf5", b"a\xc3", b"b"]
+    for name in names:
+        (tmp_path / os.fsdecode(name)).write_bytes(name)
+    docs, _ = read([str(tmp_path)])
+    assert [os.path.basename(d.raw) for d in docs] == sorted(names)
+
+
 def test_what_a_directory_holds_besides_files_is_reported_in_name_order(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("first")
     (tmp_path / "b-gone").symlink_to(tmp_path / "nowhere")
