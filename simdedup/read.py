@@ -399,6 +399,9 @@ def _read_stream(
                 raw = raw[len(codecs.BOM_UTF8) :]
             body = raw.rstrip(b"\r") if raw.endswith(b"\r") else raw
             where = f"{shown}:{lineno}"
+            if not jsonl and len(body) > options.max_doc_size:
+                yield _long_line(body, raw, where, options.max_doc_size, on_problem)
+                continue
             try:
                 text = body.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -594,14 +597,27 @@ def read_chunk(chunk: Chunk, options: ReadOptions, on_problem: OnProblem) -> Ite
 
 
 def _replaced(
-    raw: bytes, error: UnicodeDecodeError, where: str, on_problem: OnProblem, encoding: str = "utf-8"
+    raw: bytes,
+    error: UnicodeDecodeError,
+    where: str,
+    on_problem: OnProblem,
+    encoding: str = "utf-8",
+    final: bool = True,
 ) -> str:
     """A line that is not UTF-8 (or a file not UTF-16), reported and decoded with
-    replacement characters."""
+    replacement characters. Not `final`: raw was cut short, and a character cut at its
+    end goes quietly."""
     name = encoding.upper()
     message = f"invalid {name} at byte {error.start + 1}, decoded with replacement"
     on_problem(Problem(where, "invalid-utf8", message))
-    return raw.decode(encoding, "replace")
+    return codecs.getincrementaldecoder(encoding)("replace").decode(raw, final)
+
+
+def _decoded(data: bytes, encoding: str, final: bool, where: str, on_problem: OnProblem) -> str:
+    try:
+        return codecs.getincrementaldecoder(encoding)().decode(data, final)
+    except UnicodeDecodeError as e:
+        return _replaced(data, e, where, on_problem, encoding, final)
 
 
 #: Byte-order marks of UTF-32 and UTF-16 text (UTF-32's first: its little-endian mark
@@ -637,6 +653,20 @@ def _not_text(start: bytes, name: str) -> Problem | None:
     return None
 
 
+def _long_line(body: bytes, raw: bytes, where: str, limit: int, on_problem: OnProblem) -> Document:
+    """A line (not a JSONL record) over `limit` bytes, fingerprinted on the text of its
+    first `limit` bytes as a directory's file is, without decoding the rest: a 200 MB
+    line held 200 MB more as text."""
+    text = _decoded(body[:limit], "utf-8", False, where, on_problem)
+    on_problem(_too_large(where, len(body), limit))
+    return Document(where, text, raw)
+
+
+def _too_large(where: str, size: int, limit: int) -> Problem:
+    message = f"document is {_size(size)}; fingerprinted its first {_size(limit)} (--max-doc-size)"
+    return Problem(where, "too-large", message)
+
+
 def _truncated(doc: Document, where: str, limit: int, on_problem: OnProblem) -> Document:
     """A document whose input line is over `limit` bytes, cut to the text of its first
     `limit` bytes of UTF-8 (as a directory's file is), if its text is longer than that:
@@ -649,13 +679,7 @@ def _truncated(doc: Document, where: str, limit: int, on_problem: OnProblem) -> 
         size, cut = len(encoded), encoded[:limit].decode("utf-8", "ignore")
     if size <= limit:
         return doc
-    on_problem(
-        Problem(
-            where,
-            "too-large",
-            f"document is {_size(size)}; fingerprinted its first {_size(limit)} (--max-doc-size)",
-        )
-    )
+    on_problem(_too_large(where, size, limit))
     return Document(doc.id, cut, doc.raw, doc.features)
 
 
@@ -951,10 +975,7 @@ def whole_text(data: bytes, final: bool, where: str, on_problem: OnProblem) -> s
     encoding = _wide_encoding(data) or "utf-8"
     if encoding == "utf-8":
         data = data.removeprefix(codecs.BOM_UTF8)
-    try:
-        return codecs.getincrementaldecoder(encoding)().decode(data, final=final)
-    except UnicodeDecodeError as e:
-        return _replaced(data, e, where, on_problem, encoding)
+    return _decoded(data, encoding, final, where, on_problem)
 
 
 def file_identity(st: os.stat_result) -> tuple[int, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import tracemalloc
 from pathlib import Path
 from unittest import mock
 
@@ -107,6 +108,25 @@ def test_a_document_over_the_size_limit_is_fingerprinted_on_its_start(tmp_path: 
     docs, problems = read([str(f)], ReadOptions(max_doc_size=10))
     assert docs[0].text == "x" * 10 and docs[0].raw == b"x" * 100
     assert [p.kind for p in problems] == ["too-large"]
+
+
+def test_a_line_over_the_size_limit_is_decoded_only_up_to_it(tmp_path: Path) -> None:
+    # "é" is 2 bytes, cut by the limit; the byte that is no UTF-8 lies past the limit.
+    f = tmp_path / "long.txt"
+    line = b"x" * 9 + "é".encode() + b"\xff" * 10 + b"x" * (8 << 20)
+    f.write_bytes(line + b"\nsmall\n")
+    tracemalloc.start()
+    try:
+        docs, problems = read([str(f)], ReadOptions(max_doc_size=10))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert docs[0].text == "x" * 9 and docs[0].raw == line
+    assert [(p.kind, p.message) for p in problems] == [
+        ("too-large", "document is 8.0 MiB; fingerprinted its first 10 bytes (--max-doc-size)")
+    ]
+    # The line as read and as its raw bytes; its text (8 MiB more) is not made.
+    assert peak < 2.5 * len(line)
 
 
 def test_a_directory_is_walked_in_sorted_order_with_patterns(tmp_path: Path) -> None:
