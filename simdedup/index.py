@@ -798,6 +798,10 @@ def near_pair_arrays(
         run.pairs(index.layout, index._words, t, distance, index.compiled)
         for t in range(len(index.layout.keys))
     ]
+    if index.compiled:
+        from .compiled import pairs_in_order
+
+        return pairs_in_order(parts, len(fps))  # type: ignore[no-any-return]
     i, j, d = (np.concatenate(x) for x in zip(*parts))
     order = np.argsort(i << 32 | j)  # rows < 2 ** 32
     return i[order], j[order], d[order]
