@@ -1322,6 +1322,12 @@ def _finish(
             "by an older simdedup (other shingles) and are not used: those rows match on their "
             "fingerprints alone, as --no-verify would"
         )
+    if session is not None and session.alike_sketches:
+        messages.info(
+            f"index {session.path}: {session.alike_sketches:,} stored verification sketches were made "
+            "by an older simdedup, which cut text with Chinese in it by its share of Han characters: "
+            "they are used, but a copy of a mixed Chinese and English text may verify lower against them"
+        )
     if session is not None and session.dropped_heads:
         messages.info(
             f"index {session.path}: {session.dropped_heads:,} stored head fingerprints were made "
@@ -1943,6 +1949,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         "written_by": header.get("written_by"),
         "sketched": 0 if stored.sketched is None else int(stored.sketched.sum()),
         "sketches_not_read": stored.dropped_sketches,
+        "sketches_of_an_alike_kind": stored.alike_sketches,
         "sketch": stored.sketch,
         "headed": 0 if stored.headed is None else int(stored.headed.sum()),
         "runs": stored.runs,
@@ -1973,6 +1980,11 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         + (
             f"; {stored.dropped_sketches:,} of an older kind not read ({stored.dropped_sketch})"
             if stored.dropped_sketches
+            else ""
+        )
+        + (
+            f"; {stored.alike_sketches:,} of an older kind read as this one ({stored.alike_sketch})"
+            if stored.alike_sketches
             else ""
         )
         + f"; head fingerprints: {info['headed']:,}",

@@ -12,7 +12,7 @@ import logging
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from types import ModuleType
 from typing import Any
@@ -222,13 +222,59 @@ def han_shares(texts: Sequence[str]) -> np.ndarray:
     return np.divide(hans, words, out=np.zeros(len(texts)), where=words > 0)
 
 
-def word_characters(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, counts): the code points of every text's \\w characters, in text order,
-    one text after another, and how many each text has: "".join(words(t)) for each t."""
+#: A word of other characters (Latin, digits) within this many word characters of a
+#: Han character is cut into characters, as the Chinese around it is.
+NEAR_HAN = 8
+
+
+def han_word_units(
+    texts: Sequence[str], hash_many: Callable[[list[str]], list[int]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(units, counts): every text's \\w+ words, in text order, one text after another,
+    and how many each text has, where a Han character is a unit of its own, its code
+    point, and so is each character of a word within NEAR_HAN word characters of a Han
+    character; every other word is a unit, its hash by `hash_many` (uint64).
+
+    Chinese is characters then, and so are the Latin words and numbers among it, while
+    the English of a mixed text away from its Chinese stays words, however much
+    Chinese the text holds: the cut of each place depends only on what is near it."""
     codes, ends = _code_points(texts)
     word = _WORD_CHARACTER(codes)
-    before = np.concatenate([[0], np.cumsum(word)])
-    return codes[word], np.diff(before[np.concatenate([[0], ends])])
+    han = _is_han(codes) & word
+    starts, lengths = _spans(word & ~han, ends)
+    values = codes.astype(np.uint64)  # each unit at the place where it starts
+    unit = han  # the places where a unit starts
+    if len(starts):
+        near = _near_han(word, han, ends, starts, lengths)
+        unit[runs_index(starts[near], lengths[near])] = True
+        starts, lengths = starts[~near], lengths[~near]
+        if len(starts):
+            values[starts] = hash_many(_joined(codes, starts, lengths, " ").split(" "))
+            unit[starts] = True
+    before = np.concatenate([[0], np.cumsum(unit)])
+    return values[unit], np.diff(before[np.concatenate([[0], ends])])
+
+
+def _near_han(
+    word: np.ndarray, han: np.ndarray, ends: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+) -> np.ndarray:
+    """Which runs (of word characters, not Han) have a Han character of their own text
+    within NEAR_HAN word characters before or after them."""
+    han_at = np.flatnonzero(han)
+    if not len(han_at):
+        return np.zeros(len(starts), bool)
+    words_before = np.cumsum(word) - word  # word characters before each place
+    han_words = words_before[han_at]
+    text = np.searchsorted(ends, starts, "right")
+    text_start = np.concatenate([[0], ends])[text]
+    last = starts + lengths - 1
+    before = np.maximum(np.searchsorted(han_at, starts) - 1, 0)  # the Han character before, if any
+    near = (han_at[before] < starts) & (han_at[before] >= text_start)
+    near &= words_before[starts] - han_words[before] <= NEAR_HAN
+    after = np.minimum(np.searchsorted(han_at, last), len(han_at) - 1)  # the one after, if any
+    near_after = (han_at[after] > last) & (han_at[after] < ends[text])
+    near_after &= han_words[after] - words_before[last] <= NEAR_HAN
+    return near | near_after
 
 
 def _spans(mask: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -21,12 +21,11 @@ import numpy as np
 
 from .features import (
     Features,
-    han_shares,
+    han_word_units,
     has_chinese,
     normalize_many,
     normalized_many,
     runs_index,
-    word_characters,
 )
 from .fingerprint import (
     FeatureHasher,
@@ -42,12 +41,8 @@ from .fingerprint import (
 )
 from .settings import Settings
 
-#: Shingle length for verification: words for most text, characters for Chinese.
+#: Shingle length for verification, in units: words, and each Han character alone.
 SHINGLE = 3
-#: A text is shingled as Chinese (by characters) when Han characters are at least this
-#: share of its word characters. Any Han character did it before: an English page with
-#: a Chinese credit line then shared no shingle with itself (Jaccard 0, a silent miss).
-CHINESE_SHARE = 0.2
 #: One-permutation hashing: bins per sketch, and the bits kept of each bin's minimum.
 BINS = 1024
 BITS = 2
@@ -55,7 +50,12 @@ BITS = 2
 SKETCH_BYTES = BINS * BITS // 8
 #: Names the shingles and their hashes: change it when either changes, so stored
 #: sketches of another kind are not compared with new ones.
-SHINGLES_SPEC = "words3-han3-share20-xxh3-fmix64"
+SHINGLES_SPEC = "units3-words-han1-xxh3-fmix64"
+#: Stored sketches of these kinds are read as this one (store.read_index): their
+#: shingles differ only for text with Han characters in it, which spec share20 cut by
+#: characters throughout where they were a fifth of its word characters or more, and by
+#: words below. Dropping them would leave every stored row unverified.
+ALIKE_SKETCH_SPECS = frozenset({"words3-han3-share20-xxh3-fmix64/oph-1024x2-min16"})
 
 _WORD_HASHES = FeatureHasher(64)  # non-ASCII words repeat (Zipf): their hashes are cached
 # Odd multipliers that mix three word hashes into one shingle hash (wrapping uint64).
@@ -77,13 +77,17 @@ def _fmix64(h: np.ndarray) -> np.ndarray:
 
 
 def _units(norm: Sequence[str], known: Sequence[WordRuns] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(units, counts, chinese): every normalized text's shingle units one run after
-    another (xxh3-64 of each word; the code point of each word character for text with
-    Chinese), how many each text has, and which texts are Chinese. The texts in `known`
-    (without Chinese) have their word hashes there already."""
+    """(units, counts, han): every normalized text's shingle units one run after another
+    (features.han_word_units: xxh3-64 of each word, the code point of each Han
+    character), how many each text has, and which texts have Han characters. The texts
+    in `known` (without Han characters) have their word hashes there already.
+
+    Mixed text was once cut one way throughout, by characters where Han characters
+    were 20% of it or more, by words below: an English page and its copy with a
+    Chinese paragraph on either side of 20% shared no shingle (Jaccard 0, a miss)."""
     n = len(norm)
     counts = np.zeros(n, np.intp)
-    chinese = np.zeros(n, bool)
+    han = np.zeros(n, bool)
     parts: list[tuple[list[int], np.ndarray]] = []
     todo = np.ones(n, bool)
     for rows, hashes, run_counts in known:
@@ -96,25 +100,22 @@ def _units(norm: Sequence[str], known: Sequence[WordRuns] = ()) -> tuple[np.ndar
         hashes, counts[ascii_rows] = ascii_word_hashes([norm[i] for i in ascii_rows])
         parts.append((ascii_rows, hashes))
     other = [i for i in rest if not norm[i].isascii()]
-    candidates = [i for i in other if has_chinese(norm[i])]
-    if candidates:  # Chinese: Han characters are at least CHINESE_SHARE of the word characters
-        shares = han_shares([norm[i] for i in candidates])
-        chinese[[i for i, share in zip(candidates, shares.tolist()) if share >= CHINESE_SHARE]] = True
-    chinese_rows = np.flatnonzero(chinese).tolist()
-    words_rows = [i for i in other if not chinese[i]]
+    han[[i for i in other if has_chinese(norm[i])]] = True
+    words_rows = [i for i in other if not han[i]]
     if words_rows:
         hashes, counts[words_rows] = word_hashes([norm[i] for i in words_rows], _WORD_HASHES)
         parts.append((words_rows, hashes))
-    if chinese_rows:
-        points, counts[chinese_rows] = word_characters([norm[i] for i in chinese_rows])
-        parts.append((chinese_rows, points.astype(np.uint64)))
+    han_rows = np.flatnonzero(han).tolist()
+    if han_rows:
+        units, counts[han_rows] = han_word_units([norm[i] for i in han_rows], _WORD_HASHES.many)
+        parts.append((han_rows, units))
     if len(parts) == 1 and len(parts[0][0]) == n:
-        return parts[0][1], counts, chinese
+        return parts[0][1], counts, han
     first = np.cumsum(counts) - counts
     units = np.empty(int(counts.sum()), np.uint64)
     for rows, values in parts:
         units[runs_index(first[rows], counts[rows])] = values
-    return units, counts, chinese
+    return units, counts, han
 
 
 def shingle_hashes(texts: Sequence[str], fold: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -196,12 +197,12 @@ def fingerprints_and_sketches(
 
 
 def shingles_of_units(
-    units: np.ndarray, counts: np.ndarray, chinese: np.ndarray
+    units: np.ndarray, counts: np.ndarray, han: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """shingle_hashes() of texts given as their units, one run per text (counts[i] for
-    text i): xxh3-64 of each word (the fingerprints' word-token hashes), or for a text
-    where chinese[i], the code point of each word character. For a caller that has
-    hashed the words already."""
+    text i): xxh3-64 of each word (the fingerprints' word-token hashes), and in a text
+    where han[i], the code point of each Han character. For a caller that has hashed
+    the words already."""
     shingles = np.where(counts > 0, np.maximum(counts - (SHINGLE - 1), 1), 0)
     first = np.cumsum(counts) - counts
     # Every run of three consecutive units, then the runs that start a shingle.
@@ -215,18 +216,16 @@ def shingles_of_units(
         c[first[short]] = 0
         b[first[short][counts[short] == 1]] = 0
     with np.errstate(over="ignore"):
-        if chinese.all():
-            runs = _packed(a, b, c)
-        elif not chinese.any():
-            runs = a * _MIX[0] + b * _MIX[1] + c
-        else:
-            runs = np.where(np.repeat(chinese, counts), _packed(a, b, c), a * _MIX[0] + b * _MIX[1] + c)
+        runs = a * _MIX[0] + b * _MIX[1] + c
+        if han.any():  # three Han characters: packed, exactly; a word among them: mixed
+            chars = np.repeat(han, counts) & ((a | b | c) < _CODE_POINTS)
+            runs[chars] = (a[chars] << _U[42]) | (b[chars] << _U[21]) | c[chars]
         return _fmix64(runs[runs_index(first, shingles)]), shingles
 
 
-def _packed(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Three code points in 63 bits: they have 21 bits each, so the packing is exact."""
-    return (a << _U[42]) | (b << _U[21]) | c
+#: Units below this are code points (21 bits: three pack into 63 bits, exactly); a
+#: word's xxh3-64 is one with a chance of 2 ** -43.
+_CODE_POINTS = np.uint64(1 << 21)
 
 
 class Sketcher(Protocol):

@@ -33,7 +33,7 @@ from .features import SCRIPT_FOLD
 from .fingerprint import FeatureHasher
 from .index import Layout
 from .settings import FINGERPRINT_SPEC_VERSION, HEAD_SPEC, Settings
-from .sketch import SKETCH_SPEC
+from .sketch import ALIKE_SKETCH_SPECS, SKETCH_SPEC
 from .status import (
     IndexCorruptError,
     IndexFileError,
@@ -262,6 +262,9 @@ class StoredIndex:
     #: Rows whose stored sketches were of another kind (dropped_sketch) and not read.
     dropped_sketches: int = 0
     dropped_sketch: str | None = None
+    #: Rows whose stored sketches were of a kind read as this one (sketch.ALIKE_SKETCH_SPECS).
+    alike_sketches: int = 0
+    alike_sketch: str | None = None
 
     def __len__(self) -> int:
         return len(self.fingerprints)
@@ -624,9 +627,12 @@ def read_index(path: str | os.PathLike[str]) -> StoredIndex:
         # Sketches of another kind (shingles defined otherwise, as before units kept the
         # words of mixed text) would not compare with this version's: their rows are read
         # as rows without a sketch, matched on the fingerprint alone.
-        if header.get("sketch") == SKETCH_SPEC:
+        if header.get("sketch") == SKETCH_SPEC or header.get("sketch") in ALIKE_SKETCH_SPECS:
             index.sketches, index.sketched = arrays["sketches"], arrays["sketched"]
             index.sketch = SKETCH_SPEC
+            if header["sketch"] != SKETCH_SPEC:
+                index.alike_sketches = int(np.count_nonzero(arrays["sketched"]))
+                index.alike_sketch = str(header["sketch"])
         elif header.get("sketch") is not None:
             index.dropped_sketches = int(np.count_nonzero(arrays["sketched"]))
             index.dropped_sketch = str(header["sketch"])
@@ -738,6 +744,8 @@ class IndexSession:
         #: (StoredIndex.dropped_heads, dropped_sketches).
         self.dropped_heads = 0
         self.dropped_sketches = 0
+        #: Stored rows whose sketches are of a kind read as this one (StoredIndex.alike_sketches).
+        self.alike_sketches = 0
         self._stored: StoredIndex | None = None
         self._run_rows = np.empty(0, np.uint32)
         self._runs: list[dict[str, Any]] = []
@@ -768,6 +776,7 @@ class IndexSession:
                 self.loaded = len(stored)
                 self.dropped_heads = stored.dropped_heads
                 self.dropped_sketches = stored.dropped_sketches
+                self.alike_sketches = stored.alike_sketches
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise

@@ -107,6 +107,18 @@ def test_scan_reads_stdin_when_piped() -> None:
     assert [r[2] for r in tsv(result.stdout)[1:]] == ["-:1", "-:2"]
 
 
+def test_a_mixed_text_and_its_copy_with_an_english_footer_are_duplicates() -> None:
+    # Han characters are 23% of the first text's word characters and 19.6% of its copy's:
+    # texts were shingled by characters from 20% up and by words below, so the two
+    # shared no shingle (Jaccard 0) and the copy was unique.
+    mixed = f"{EN} {ZH}"
+    result = run(
+        "scan", "--report", "-", input=f"{mixed}\n{mixed} Posted by the city transit desk at noon today.\n"
+    )
+    statuses = [(r["status"], r["duplicate_of"]) for r in map(json.loads, result.stdout.splitlines())]
+    assert statuses == [("unique", None), ("duplicate", "-:1")]
+
+
 def test_scan_formats_groups_as_jsonl(lines: Path) -> None:
     result = run("scan", str(lines), "--format", "jsonl")
     first = json.loads(result.stdout.splitlines()[0])

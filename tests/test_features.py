@@ -167,17 +167,6 @@ def test_jieba_words_of_a_batch_are_each_texts_jieba_words(texts: list[str]) -> 
     assert tokens == [w for words in each for w in words]
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet=_MIXED, max_size=30), max_size=6))
-def test_word_characters_of_a_batch_are_each_texts_word_characters(texts: list[str]) -> None:
-    from simdedup.features import word_characters, words
-
-    codes, counts = word_characters(texts)
-    joined = ["".join(words(t)) for t in texts]
-    assert counts.tolist() == [len(j) for j in joined]
-    assert codes.tolist() == [ord(c) for j in joined for c in j]
-
-
 def test_auto_uses_plain_words_without_chinese() -> None:
     assert tokenize("no chinese here", Settings()) == ["no", "chinese", "here"]
 

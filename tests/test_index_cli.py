@@ -121,6 +121,28 @@ def test_sketches_of_an_older_kind_are_named_and_not_used(
     assert "older simdedup" not in run("scan", str(day2), "--index", str(path)).stderr
 
 
+def test_sketches_of_an_alike_kind_are_named_and_used(
+    tmp_path: Path, day1: Path, day2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simdedup.store as store
+
+    path = tmp_path / "share20.sdx"
+    with monkeypatch.context() as m:  # written when mixed text was cut by its share of Chinese
+        m.setattr(store, "SKETCH_SPEC", "words3-han3-share20-xxh3-fmix64/oph-1024x2-min16")
+        assert run("scan", str(day1), "--index", str(path)).exit_code == 0
+    info = run("index", "info", str(path)).stdout
+    assert f"verification sketches: 6 of 6 rows ({SKETCH_SPEC}); 6 of an older kind read as this one" in info
+    result = run("scan", str(day2), "--index", str(path))
+    assert result.exit_code == 0, result.output
+    assert (
+        f"index {path}: 6 stored verification sketches were made by an older simdedup, which" in result.stderr
+    )
+    assert [r["status"] for r in tsv(result.stdout)] == ["kept", "duplicate", "kept", "duplicate"]
+    stored = read_index(path)
+    assert stored.sketch == SKETCH_SPEC and stored.sketched is not None and stored.sketched.all()
+    assert "older simdedup" not in run("scan", str(day2), "--index", str(path)).stderr
+
+
 def test_heads_of_an_older_kind_are_named_and_not_used(
     tmp_path: Path, day1: Path, day2: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import groupby
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import FeatureHasher, Settings
-from simdedup.features import has_chinese, normalize, tokenize, weigh, words
+from simdedup.features import NEAR_HAN, normalize, tokenize, weigh, words
 from simdedup.fingerprint import fingerprint_batch, fingerprint_work, head_window
 from simdedup.settings import HEAD_TOKENS
 from simdedup.sketch import (
@@ -93,24 +94,34 @@ def reference_shingle_hashes(text: str) -> list[int]:
         h = h * 0xC4CEB9FE1A85EC53 & m
         return h ^ h >> 33
 
-    text = normalize(text)
-    # Chinese: Han characters are a fifth or more of the word characters
-    characters = "".join(words(text))
-    han = sum(
-        1
-        for ch in characters
-        if 0x3400 <= ord(ch) <= 0x4DBF or 0x4E00 <= ord(ch) <= 0x9FFF or 0xF900 <= ord(ch) <= 0xFAFF
-    )
-    chinese = has_chinese(text) and han >= 0.2 * len(characters)
-    if chinese:
-        units = [ord(ch) for ch in "".join(words(text))]
-    else:
-        units = [xxhash.xxh3_64_intdigest(w.encode()) for w in words(text)]
+    def is_han(ch: str) -> bool:
+        return 0x3400 <= ord(ch) <= 0x4DBF or 0x4E00 <= ord(ch) <= 0x9FFF or 0xF900 <= ord(ch) <= 0xFAFF
+
+    # Units: each Han character (its code point, flagged), each character of a run of
+    # other word characters within NEAR_HAN word characters of a Han one, each other
+    # run (its xxh3-64): the English of mixed text stays words, whatever its share.
+    tokens = words(normalize(text))
+    han_at = [i for i, ch in enumerate("".join(tokens)) if is_han(ch)]
+    units: list[tuple[int, bool]] = []
+    at = 0  # word characters so far
+    for token in tokens:
+        for han, run in groupby(token, is_han):
+            piece = "".join(run)
+            first, last = at, at + len(piece) - 1
+            at += len(piece)
+            near = any(first - h <= NEAR_HAN for h in han_at if h < first)
+            near |= any(h - last <= NEAR_HAN for h in han_at if h > last)
+            if han or near:
+                units += [(ord(ch), True) for ch in piece]
+            else:
+                units.append((xxhash.xxh3_64_intdigest(piece.encode()), False))
     if 0 < len(units) < 3:
-        units += [0] * (3 - len(units))
+        units += [(0, True)] * (3 - len(units))
     out = []
-    for a, b, c in zip(units, units[1:], units[2:]):
-        mixed = a << 42 | b << 21 | c if chinese else a * 0x9E3779B97F4A7C15 + b * 0xC2B2AE3D27D4EB4F + c
+    for (a, x), (b, y), (c, z) in zip(units, units[1:], units[2:]):
+        mixed = (
+            a << 42 | b << 21 | c if x and y and z else a * 0x9E3779B97F4A7C15 + b * 0xC2B2AE3D27D4EB4F + c
+        )
         out.append(fmix64(mixed & m))
     return out
 

@@ -580,9 +580,10 @@ def test_a_copy_after_a_closer_document_was_kept_is_its_duplicate_not_the_first_
 def test_english_with_a_chinese_line_keeps_its_english_shingles_and_its_copy() -> None:
     # A text with one Han character was shingled by characters throughout, so an English
     # page and the same page with a Chinese credit line shared no shingle (Jaccard 0).
+    # Now only the words just before the line (within NEAR_HAN characters) are cut so.
     english = " ".join(f"w{i} harbour" for i in range(60))
     mixed = english + "\n转载自：某某网"
-    assert set(shingle_hashes(english).tolist()) <= set(shingle_hashes(mixed).tolist())
-    assert jaccard(shingle_hashes(english), shingle_hashes(mixed)) > 0.9
+    assert len(set(shingle_hashes(english).tolist()) - set(shingle_hashes(mixed).tolist())) == 2
+    assert jaccard(shingle_hashes(english), shingle_hashes(mixed)) > 0.85
     decisions = dedup([Document("a", english, b""), Document("b", mixed, b"")])
     assert [d.status for d in decisions] == ["unique", "duplicate"]
