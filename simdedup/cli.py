@@ -53,6 +53,7 @@ from .parallel import (
 )
 from .read import (
     CHUNK_BYTES,
+    JSON_SPACE,
     MAX_DOC_SIZE,
     STDIN,
     Chunk,
@@ -62,6 +63,7 @@ from .read import (
     Streams,
     file_identity,
     is_stream,
+    json_type,
     load_json,
     looks_binary,
     printable,
@@ -1840,12 +1842,12 @@ def calibrate_command(
     pairs: list[LabelledPair] = []
     problems = _Problems(Messages())
     for where, line in record_lines(pairs_path, _binary(sys.stdin), problems):
-        if not line.strip():
+        if not line.strip(JSON_SPACE):
             continue
         try:
-            record = load_json(line)
+            record = load_json(line.lstrip("\ufeff"))
             if not isinstance(record, dict):
-                raise ValueError(f"a JSON {type(record).__name__}, not an object")
+                raise ValueError(f"a JSON {json_type(record)}, not an object")
             a, b, label = record[a_field], record[b_field], record[label_field]
             if not isinstance(a, str) or not isinstance(b, str) or label not in (True, False, 0, 1):
                 raise ValueError(

@@ -67,6 +67,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "utf16": ("error", True),
     "utf32": ("error", True),
     "gzip": ("error", True),
+    "compressed": ("error", True),
     "output": ("warning", True),
     "shrank": ("warning", False),
 }
@@ -650,7 +651,19 @@ def _not_text(start: bytes, name: str) -> Problem | None:
     if start.startswith(_GZIP_MAGIC):
         how = "zcat it into simdedup" if is_stream(name) else "name it FILE.gz, or zcat it into simdedup"
         return Problem(name, "gzip", f"gzip data is not read as text: {how}")
+    for kind, pattern, cat in _COMPRESSED:
+        if pattern.match(start):
+            return Problem(name, "compressed", f"{kind} data is not read as text: {cat} it into simdedup")
     return None
+
+
+#: Compressed data that is read only through a pipe: (kind, magic, its cat). Lines of
+#: it would be binary, and filter would write back a damaged stream.
+_COMPRESSED = (
+    ("xz", re.compile(rb"\xfd7zXZ\x00"), "xzcat"),
+    ("zstd", re.compile(rb"\x28\xb5\x2f\xfd"), "zstdcat"),
+    ("bzip2", re.compile(rb"BZh[1-9](?:\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)"), "bzcat"),
+)
 
 
 def _long_line(body: bytes, raw: bytes, where: str, limit: int, on_problem: OnProblem) -> Document:
@@ -690,10 +703,10 @@ def _size(n: int) -> str:
 def _parse_record(
     text: str, raw: bytes, where: str, options: ReadOptions, on_problem: OnProblem
 ) -> Document | None:
-    if not text.strip():
-        return None  # blank lines between records are not records
-    try:  # a byte-order mark where files were joined (cat a.jsonl b.jsonl) is no reason to drop a record
-        record = load_json(text[1:] if text.startswith("\ufeff") else text)
+    if not text.strip(JSON_SPACE):
+        return None  # blank lines between records are not records (a no-break space is no blank)
+    try:  # byte-order marks where files were joined (cat a.jsonl b.jsonl) are no reason to drop a record
+        record = load_json(text.lstrip("\ufeff"))
     except json.JSONDecodeError as e:
         at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at"
         on_problem(Problem(where, "bad-json", f"not JSON: {e.msg}{at} column {e.colno}"))
@@ -702,12 +715,17 @@ def _parse_record(
         on_problem(Problem(where, "bad-json", "JSON nested too deeply to read (about 1,000 levels)"))
         return None
     if not isinstance(record, dict):
-        on_problem(Problem(where, "bad-record", f"a JSON {type(record).__name__}, not an object"))
+        on_problem(Problem(where, "bad-record", f"a JSON {json_type(record)}, not an object"))
         return None
     ident = record.get(options.id_field)
+    if type(ident) is float or ident == 0 and type(ident) is int:  # 1e2, 1.10, -0: as written
+        ident = load_json(text.lstrip("\ufeff"), numbers_as_written=True)[options.id_field]
     doc_id = where if ident is None else ident if type(ident) is str else _id_text(ident)
     if options.features_field is not None:
-        features = _features(record.get(options.features_field))
+        if options.features_field not in record:
+            on_problem(Problem(where, "bad-record", f"no {options.features_field!r} field"))
+            return None
+        features = _features(record[options.features_field])
         if isinstance(features, str):
             on_problem(Problem(where, "bad-record", f"{options.features_field!r}: {features}"))
             return None
@@ -725,10 +743,26 @@ def _parse_record(
     return Document(_unpaired(doc_id, where, on_problem), _unpaired(body, where, on_problem), raw)
 
 
+#: JSON's whitespace (RFC 8259): what may stand around a record, where str.strip()
+#: also takes no-break spaces, U+3000, form feeds and other Unicode spaces.
+JSON_SPACE = " \t\n\r"
+
+
+def json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float, _LongInt)):
+        return "number"
+    return {str: "string", list: "list"}.get(type(value), type(value).__name__)
+
+
 class _LongInt(str):
-    """A JSON integer longer than Python converts (sys.get_int_max_str_digits), kept as
-    its digits: a record holding one elsewhere than in its text is still read, and as an
-    id it reads as json.dumps would write it."""
+    """A JSON number kept as it is written: an integer longer than Python converts
+    (sys.get_int_max_str_digits), so that a record holding one elsewhere than in its
+    text is still read; and an id (load_json's numbers_as_written), which reads as it
+    was written (1e2 and 1E+2 would both be 100.0)."""
 
 
 def _long_int(digits: str) -> int | str:
@@ -743,11 +777,13 @@ def _id_text(ident: object) -> str:
     return str.__str__(ident) if isinstance(ident, _LongInt) else json.dumps(ident)
 
 
-def load_json(text: str) -> Any:
+def load_json(text: str, numbers_as_written: bool = False) -> Any:
     """json.loads, but an integer of more digits than int() converts stays its digits
     (_LongInt) instead of failing the record; only records holding one pay for it.
-    Raises json.JSONDecodeError, or RecursionError for arrays or objects nested about
-    1,000 deep."""
+    `numbers_as_written`: every number is a _LongInt. Raises json.JSONDecodeError, or
+    RecursionError for arrays or objects nested about 1,000 deep."""
+    if numbers_as_written:
+        return json.loads(text, parse_int=_LongInt, parse_float=_LongInt)
     try:
         return json.loads(text)
     except json.JSONDecodeError:
