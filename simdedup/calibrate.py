@@ -53,15 +53,25 @@ class Score:
 def presets(base: Settings, verify: float | None) -> dict[str, tuple[Settings, float | None]]:
     """The settings compared by default: `base` and `verify` (the command line's), the
     same the other way round (--no-verify, or verified at 0.8), and a few variations of
-    `base`, verified as it is. name -> (settings, minimum Jaccard or None)."""
+    `base`, each named by the option that makes it from `base`, verified as it is: the
+    other fold, the other weights, and chars for words (auto for chars). name ->
+    (settings, minimum Jaccard or None)."""
     other = ("--no-verify", None) if verify is not None else ("--verify 0.8", 0.8)
-    return {
-        "settings": (base, verify),
-        other[0]: (base, other[1]),
-        "--no-fold": (replace(base, fold=False), verify),
-        "--weights binary": (replace(base, weights="binary"), verify),
-        "--weights tfidf": (replace(base, weights="tfidf"), verify),
-        "--tokenizer chars": (replace(base, tokenizer="chars", shingle=1), verify),
+    if base.tokenizer == "chars":
+        tokenizer = ("--tokenizer auto", replace(base, tokenizer="auto"))
+    else:
+        tokenizer = ("--tokenizer chars", replace(base, tokenizer="chars", shingle=1))
+    variations = [
+        ("--no-fold" if base.fold else "--fold", replace(base, fold=not base.fold)),
+        *(
+            (f"--weights {w}", replace(base, weights=w))
+            for w in ("tf", "binary", "tfidf")
+            if w != base.weights
+        ),
+        tokenizer,
+    ]
+    return {"settings": (base, verify), other[0]: (base, other[1])} | {
+        name: (settings, verify) for name, settings in variations
     }
 
 

@@ -1806,6 +1806,10 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
 
 
 @main.command(name="calibrate")
+@_reworded(
+    distance="Not used here (every distance from 0 to --max-distance is scored); taken so that every"
+    " command accepts the same fingerprint options."
+)
 @click.argument("pairs_path", metavar="PAIRS", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @fingerprint_options
 @click.option("--a-field", default="a", show_default=True, help="JSONL field with the first text.")

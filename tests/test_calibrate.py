@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,24 @@ def test_presets_start_from_the_given_settings() -> None:
     assert got["--no-verify"] == (Settings(distance=5, weights="binary"), None)
     assert got["--no-fold"] == (Settings(distance=5, weights="binary", fold=False), 0.9)
     assert presets(Settings(), None)["--verify 0.8"] == (Settings(), 0.8)
+
+
+def test_each_variation_differs_from_the_given_settings() -> None:
+    # Given --no-fold --weights binary --tokenizer chars, the rows of those names were
+    # copies of the settings row, and --fold, --weights tf never came (trial).
+    base = Settings(fold=False, weights="binary", tokenizer="chars")
+    got = presets(base, 0.8)
+    assert list(got) == [
+        "settings", "--no-verify", "--fold", "--weights tf", "--weights tfidf", "--tokenizer auto"
+    ]  # fmt: skip
+    assert got["--fold"][0] == replace(base, fold=True)
+    assert got["--weights tf"][0] == replace(base, weights="tf")
+    assert got["--tokenizer auto"][0] == replace(base, tokenizer="auto")
+    assert all(
+        settings != base
+        for name, (settings, _) in got.items()
+        if name.startswith("--") and "verify" not in name
+    )
 
 
 def test_cli_prints_a_table_and_names_bad_lines(tmp_path: Path) -> None:
