@@ -211,17 +211,6 @@ class _CharacterClass:
 _WORD_CHARACTER = _CharacterClass(r"\w")
 
 
-def han_shares(texts: Sequence[str]) -> np.ndarray:
-    """Each text's share of Han characters among its \\w characters (0 for a text without any)."""
-    codes, ends = _code_points(texts)
-    word = _WORD_CHARACTER(codes)
-    han = _is_han(codes) & word
-    before_word = np.concatenate([[0], np.cumsum(word)])[np.concatenate([[0], ends])]
-    before_han = np.concatenate([[0], np.cumsum(han)])[np.concatenate([[0], ends])]
-    words, hans = np.diff(before_word), np.diff(before_han)
-    return np.divide(hans, words, out=np.zeros(len(texts)), where=words > 0)
-
-
 #: A word of other characters (Latin, digits) within this many word characters of a
 #: Han character is cut into characters, as the Chinese around it is.
 NEAR_HAN = 8

@@ -737,7 +737,7 @@ def _parse_record(
         elif body is None:
             what = "a null"
         else:
-            what = f"a non-string ({'int' if isinstance(body, _LongInt) else type(body).__name__})"
+            what = f"a non-string ({'int' if isinstance(body, _NumberText) else type(body).__name__})"
         on_problem(Problem(where, "bad-record", f"{what} {options.text_field!r} field"))
         return None
     return Document(_unpaired(doc_id, where, on_problem), _unpaired(body, where, on_problem), raw)
@@ -749,16 +749,17 @@ JSON_SPACE = " \t\n\r"
 
 
 def json_type(value: object) -> str:
+    """What JSON calls a value that load_json gave, other than an object."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "boolean"
-    if isinstance(value, (int, float, _LongInt)):
+    if isinstance(value, (int, float, _NumberText)):
         return "number"
-    return {str: "string", list: "list"}.get(type(value), type(value).__name__)
+    return "string" if isinstance(value, str) else "list"
 
 
-class _LongInt(str):
+class _NumberText(str):
     """A JSON number kept as it is written: an integer longer than Python converts
     (sys.get_int_max_str_digits), so that a record holding one elsewhere than in its
     text is still read; and an id (load_json's numbers_as_written), which reads as it
@@ -769,21 +770,21 @@ def _long_int(digits: str) -> int | str:
     try:
         return int(digits)
     except ValueError:
-        return _LongInt(digits)
+        return _NumberText(digits)
 
 
 def _id_text(ident: object) -> str:
     """A JSONL id that is not a string, as JSON writes it (1, true, [1, 2])."""
-    return str.__str__(ident) if isinstance(ident, _LongInt) else json.dumps(ident)
+    return str.__str__(ident) if isinstance(ident, _NumberText) else json.dumps(ident)
 
 
 def load_json(text: str, numbers_as_written: bool = False) -> Any:
     """json.loads, but an integer of more digits than int() converts stays its digits
-    (_LongInt) instead of failing the record; only records holding one pay for it.
-    `numbers_as_written`: every number is a _LongInt. Raises json.JSONDecodeError, or
+    (_NumberText) instead of failing the record; only records holding one pay for it.
+    `numbers_as_written`: every number is a _NumberText. Raises json.JSONDecodeError, or
     RecursionError for arrays or objects nested about 1,000 deep."""
     if numbers_as_written:
-        return json.loads(text, parse_int=_LongInt, parse_float=_LongInt)
+        return json.loads(text, parse_int=_NumberText, parse_float=_NumberText)
     try:
         return json.loads(text)
     except json.JSONDecodeError:
