@@ -801,7 +801,7 @@ def near_pair_arrays(
     if index.compiled:
         from .compiled import pairs_in_order
 
-        return pairs_in_order(parts, len(fps))  # type: ignore[no-any-return]
+        return pairs_in_order(parts, len(fps))
     i, j, d = (np.concatenate(x) for x in zip(*parts))
     order = np.argsort(i << 32 | j)  # rows < 2 ** 32
     return i[order], j[order], d[order]
