@@ -11,7 +11,6 @@ import ctypes
 import dataclasses
 import functools
 import gc
-import gzip
 import io
 import json
 import math
@@ -55,20 +54,24 @@ from .read import (
     CHUNK_BYTES,
     JSON_SPACE,
     MAX_DOC_SIZE,
+    READ_ERRORS,
     STDIN,
     Chunk,
     Document,
     Problem,
     ReadOptions,
     Streams,
+    codec_for,
     file_identity,
     is_stream,
     json_type,
     load_json,
     looks_binary,
+    open_input,
     printable,
     read_chunks,
     read_documents,
+    read_error,
     record_lines,
     walk_reads,
     whole_text,
@@ -767,11 +770,12 @@ class Outputs(contextlib.ExitStack):
                 self.push(functools.partial(_put_in_place, written, target))  # after it is closed
                 self._temporary.append(written)
                 raw = self.enter_context(os.fdopen(fd, "wb"))
-                stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="wb") if path.endswith(".gz") else raw
             else:
-                stream = gzip.open(path, "wb") if path.endswith(".gz") else open(path, "wb")  # noqa: SIM115
-        except OSError as e:
-            raise CliError(f"{path}: cannot write {what}: {e.strerror or e}") from e
+                raw = self.enter_context(open(path, "wb"))  # noqa: SIM115
+            codec = codec_for(path)
+            stream = codec.open(raw, "wb") if codec else raw
+        except (OSError, ImportError) as e:
+            raise CliError(f"{path}: cannot write {what}: {getattr(e, 'strerror', None) or e}") from e
         return self.enter_context(stream)
 
     def unread(self, options: ReadOptions) -> ReadOptions:
@@ -1403,7 +1407,8 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
     """Find near-duplicates in files, directories or stdin and list what duplicates what.
 
     PATH is a directory (each file below it is a document), a file (one document per
-    line; JSONL records for *.jsonl or --jsonl), or - for stdin. .gz is read as is.
+    line; JSONL records for *.jsonl or --jsonl), or - for stdin. Files ending in .gz,
+    .xz, .bz2 or .zst are decompressed.
 
     \b
     Examples:
@@ -1600,7 +1605,7 @@ def _chunk_jobs(sources: list[str], jobs: int) -> int | None:
 
 
 def _input_bytes(sources: list[str]) -> int:
-    """The bytes of the regular files among `sources` (gzip: compressed)."""
+    """The bytes of the regular files among `sources` (compressed ones: as stored)."""
     size = 0
     for source in sources:
         if source == STDIN:
@@ -1646,11 +1651,10 @@ def _read_whole(path: str) -> Document:
         data = _binary(sys.stdin).read()
     else:
         try:
-            opener = gzip.open if path.endswith(".gz") else open
-            with opener(path, "rb") as f:
+            with open_input(path) as f:
                 data = f.read()
-        except OSError as e:
-            raise CliError(f"{path}: {e.strerror or e}") from e
+        except READ_ERRORS as e:
+            raise CliError(f"{path}: {read_error(e, path)}") from e
     # As scan reads a directory's file: fingerprinted on its first --max-doc-size bytes
     # (16 MiB), UTF-16 or UTF-32 after its byte-order mark, else UTF-8 without one; a
     # binary file, which scan skips, is no document.

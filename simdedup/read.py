@@ -10,9 +10,10 @@ turns into the same Documents and Problems in any process.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import fnmatch
-import gzip
+import importlib
 import io
 import json
 import math
@@ -115,7 +116,7 @@ class ReadOptions:
     written: frozenset[tuple[int, int]] = frozenset()
 
     def is_jsonl(self, path: str) -> bool:
-        return self.jsonl or path.endswith((".jsonl", ".jsonl.gz"))
+        return self.jsonl or plain_name(path).endswith(".jsonl")
 
 
 class Lines:
@@ -267,7 +268,7 @@ def _documents(
                 streams.close(lines)
         elif os.path.isdir(path):
             for doc in _read_tree(path, options, on_problem, seen):
-                if not said and (options.jsonl or doc.id.endswith((".jsonl", ".jsonl.gz"))):
+                if not said and options.is_jsonl(doc.id):
                     said = True
                     on_problem(_jsonl_member(doc.id))
                 yield doc
@@ -297,25 +298,93 @@ def _revisited(path: str) -> Problem:
     return Problem(path, "revisited", "already read (given twice, or through a link); skipped")
 
 
-#: What reading a file can raise for a problem of that file: a cut or damaged gzip
-#: stream is EOFError, BadGzipFile or zlib.error (a corrupt deflate block).
-_READ_ERRORS = (OSError, EOFError, gzip.BadGzipFile, zlib.error)
+@dataclass(frozen=True)
+class Codec:
+    """A compressed format, read and written by a file's name: `suffix` (".gz"), its
+    name, the command that decompresses it into a pipe, its first bytes, and its module
+    (with open(file, mode), as gzip.open), imported when first used."""
+
+    suffix: str
+    kind: str
+    cat: str
+    magic: re.Pattern[bytes]
+    module: str
+
+    def open(self, file: str | IO[bytes], mode: str) -> IO[bytes]:
+        """The file (a path, or a binary file object it does not close) decompressed
+        ("rb") or compressed ("wb") at the format's default level."""
+        if self.module == "zstd":
+            try:
+                from compression import zstd  # type: ignore[import-not-found]  # Python 3.14
+            except ImportError:
+                from backports import zstd  # type: ignore[no-redef]
+            return zstd.open(file, mode)  # type: ignore[no-any-return]
+        return importlib.import_module(self.module).open(file, mode)  # type: ignore[no-any-return]
 
 
-def _read_error(e: BaseException) -> str:
+CODECS = (
+    Codec(".gz", "gzip", "zcat", re.compile(rb"\x1f\x8b"), "gzip"),
+    Codec(".xz", "xz", "xzcat", re.compile(rb"\xfd7zXZ\x00"), "lzma"),
+    Codec(".zst", "zstd", "zstdcat", re.compile(rb"\x28\xb5\x2f\xfd"), "zstd"),
+    # bzip2: "BZh", the block size, then a block's magic (pi) or the end's (sqrt(pi))
+    Codec(".bz2", "bzip2", "bzcat", re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)"), "bz2"),
+)
+#: The endings of compressed files, as str.endswith takes them.
+COMPRESSED_SUFFIXES = tuple(codec.suffix for codec in CODECS)
+
+
+def codec_for(path: str) -> Codec | None:
+    """The compressed format a file's name ends with, or None."""
+    return next((codec for codec in CODECS if path.endswith(codec.suffix)), None)
+
+
+def plain_name(path: str) -> str:
+    """A file's name without the ending of its compressed format: "a.jsonl.zst" -> "a.jsonl"."""
+    codec = codec_for(path)
+    return path[: -len(codec.suffix)] if codec else path
+
+
+def _cut_short() -> tuple[type[BaseException], ...]:
+    """What a damaged stream of each format raises, besides OSError and EOFError (a
+    stream cut short): zlib.error (a corrupt deflate block), lzma.LZMAError, ZstdError."""
+    found: list[type[BaseException]] = [zlib.error]
+    with contextlib.suppress(ImportError):
+        import lzma
+
+        found.append(lzma.LZMAError)
+    try:
+        from compression.zstd import ZstdError  # type: ignore[import-not-found]
+    except ImportError:
+        with contextlib.suppress(ImportError):
+            from backports.zstd import ZstdError  # type: ignore[no-redef]
+    with contextlib.suppress(NameError):
+        found.append(ZstdError)
+    return tuple(found)
+
+
+#: What reading a file can raise for a problem of that file (a missing module too: a
+#: Python built without lzma).
+READ_ERRORS = (OSError, EOFError, ImportError, *_cut_short())
+
+
+def read_error(e: BaseException, path: str) -> str:
     """What a read error says, in our words where Python's are its own (`Not a gzipped
     file (b'no')`, `Compressed file ended before the end-of-stream marker was reached`)."""
-    if isinstance(e, gzip.BadGzipFile):
-        return "not gzip data, or damaged gzip data"
+    codec = codec_for(path)
+    kind = codec.kind if codec else "compressed"
+    if isinstance(e, ImportError):
+        return f"cannot read {kind} data: {e}"
     if isinstance(e, EOFError):
-        return "the gzip stream is cut short"
-    if isinstance(e, zlib.error):
-        return "damaged gzip data"
-    return getattr(e, "strerror", None) or str(e)
+        return f"the {kind} stream is cut short"
+    if isinstance(e, OSError) and (e.strerror or codec is None):
+        return e.strerror or str(e)
+    return f"not {kind} data, or damaged {kind} data"  # bz2's is an OSError without errno
 
 
-def _open(path: str) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+def open_input(path: str) -> IO[bytes]:
+    """A file to read, decompressed if its name ends with a compressed format's suffix."""
+    codec = codec_for(path)
+    return codec.open(path, "rb") if codec else open(path, "rb")  # noqa: SIM115
 
 
 def record_lines(path: str, stdin: IO[bytes], on_problem: OnProblem) -> Iterator[tuple[str, str]]:
@@ -324,7 +393,7 @@ def record_lines(path: str, stdin: IO[bytes], on_problem: OnProblem) -> Iterator
     before a line passed over, bytes that are not UTF-8 replaced and reported, gzip or
     UTF-16 data where text was expected refused. (PATH:LINE, text) a line; blank ones too."""
     try:
-        stream = stdin if is_stream(path) else _open(path)
+        stream = stdin if is_stream(path) else open_input(path)
     except OSError as e:
         on_problem(Problem(path, "unreadable", e.strerror or str(e)))
         return
@@ -341,9 +410,9 @@ def record_lines(path: str, stdin: IO[bytes], on_problem: OnProblem) -> Iterator
                 yield where, raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 yield where, _replaced(raw, e, where, on_problem)
-    except _READ_ERRORS as e:
+    except READ_ERRORS as e:
         where = f"{shown}:{lineno + 1}" if lineno else shown
-        on_problem(Problem(where, "unreadable", f"cannot read further: {_read_error(e)}"))
+        on_problem(Problem(where, "unreadable", f"cannot read further: {read_error(e, path)}"))
     finally:
         if stream is not stdin:
             stream.close()
@@ -351,7 +420,7 @@ def record_lines(path: str, stdin: IO[bytes], on_problem: OnProblem) -> Iterator
 
 def _read_file(path: str, options: ReadOptions, on_problem: OnProblem) -> Iterator[Document]:
     try:
-        stream = _open(path)
+        stream = open_input(path)
     except OSError as e:
         on_problem(Problem(path, "unreadable", e.strerror or str(e)))
         return
@@ -363,8 +432,8 @@ def _read_file(path: str, options: ReadOptions, on_problem: OnProblem) -> Iterat
 
 
 def _size_opened(stream: IO[bytes]) -> int | None:
-    """The size of a plain file as it is opened (None for a gzip stream)."""
-    return None if isinstance(stream, gzip.GzipFile) else os.fstat(stream.fileno()).st_size
+    """The size of a plain file as it is opened (None for a compressed stream)."""
+    return os.fstat(stream.fileno()).st_size if isinstance(stream, io.BufferedReader) else None
 
 
 def _shrank(stream: IO[bytes], opened: int | None, path: str) -> Problem | None:
@@ -420,9 +489,9 @@ def _read_stream(
             if len(raw) > options.max_doc_size:
                 doc = _truncated(doc, where, options.max_doc_size, on_problem)
             yield doc
-    except _READ_ERRORS as e:
+    except READ_ERRORS as e:
         where = f"{shown}:{lineno + 1}" if lineno else shown
-        on_problem(Problem(where, "unreadable", f"cannot read further: {_read_error(e)}"))
+        on_problem(Problem(where, "unreadable", f"cannot read further: {read_error(e, name)}"))
         return
     if lineno == 0 and not is_stream(name):  # an empty pipe is a quiet day, not a broken file
         on_problem(_empty(name))
@@ -492,7 +561,7 @@ def read_chunks(
             yield _revisited(path)
             continue
         try:
-            stream = _open(path)
+            stream = open_input(path)
         except OSError as e:
             yield Problem(path, "unreadable", e.strerror or str(e))
             continue
@@ -529,12 +598,12 @@ def _chunks(
                 yield Chunk(name, first, lines)
                 first += _newlines(lines)
                 wanted = size
-    except _READ_ERRORS as e:
+    except READ_ERRORS as e:
         if lines := pending.whole_lines():
             yield Chunk(name, first, lines)
             first += _newlines(lines)
         where = f"{name}:{first}" if first > 1 else name
-        yield Problem(where, "unreadable", f"cannot read further: {_read_error(e)}")
+        yield Problem(where, "unreadable", f"cannot read further: {read_error(e, name)}")
         return
     if pending:
         yield Chunk(name, first, pending.take())
@@ -637,33 +706,22 @@ def _wide_encoding(data: bytes) -> str | None:
     return next((encoding for bom, encoding in _WIDE_BOMS if data.startswith(bom)), None)
 
 
-#: The first bytes of gzip data: on stdin or in a file not named .gz, it would be read
-#: as lines of binary (and `filter` would write back a damaged stream).
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
 def _not_text(start: bytes, name: str) -> Problem | None:
-    """Why a stream read line by line that starts with `start` is refused, or None."""
+    """Why a stream read line by line that starts with `start` is refused, or None:
+    compressed data there (on stdin, or in a file not named for its format) would be read
+    as lines of binary, and `filter` would write back a damaged stream."""
     if (encoding := _wide_encoding(start)) is not None:
         upper = encoding.upper()
         message = f"{upper} text is not read line by line: convert it to UTF-8 (iconv -f {upper} -t UTF-8)"
         return Problem(name, encoding.replace("-", ""), message)
-    if start.startswith(_GZIP_MAGIC):
-        how = "zcat it into simdedup" if is_stream(name) else "name it FILE.gz, or zcat it into simdedup"
-        return Problem(name, "gzip", f"gzip data is not read as text: {how}")
-    for kind, pattern, cat in _COMPRESSED:
-        if pattern.match(start):
-            return Problem(name, "compressed", f"{kind} data is not read as text: {cat} it into simdedup")
+    for codec in CODECS:
+        if codec.magic.match(start):
+            how = f"{codec.cat} it into simdedup"
+            if not is_stream(name):
+                how = f"name it FILE{codec.suffix}, or {how}"
+            kind = "gzip" if codec.kind == "gzip" else "compressed"
+            return Problem(name, kind, f"{codec.kind} data is not read as text: {how}")
     return None
-
-
-#: Compressed data that is read only through a pipe: (kind, magic, its cat). Lines of
-#: it would be binary, and filter would write back a damaged stream.
-_COMPRESSED = (
-    ("xz", re.compile(rb"\xfd7zXZ\x00"), "xzcat"),
-    ("zstd", re.compile(rb"\x28\xb5\x2f\xfd"), "zstdcat"),
-    ("bzip2", re.compile(rb"BZh[1-9](?:\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)"), "bzcat"),
-)
 
 
 def _long_line(body: bytes, raw: bytes, where: str, limit: int, on_problem: OnProblem) -> Document:
@@ -977,15 +1035,15 @@ def _read_up_to(f: IO[bytes], size: int) -> bytes:
 def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Document | None:
     limit = options.max_doc_size
     try:
-        with _open(path) as f:
+        with open_input(path) as f:
             if options.written and file_identity(os.fstat(f.fileno())) in options.written:
                 on_problem(
                     Problem(path, "output", "a file this run writes (reached through a link); skipped")
                 )
                 return None
             data = _read_up_to(f, limit + 1)
-    except _READ_ERRORS as e:
-        on_problem(Problem(path, "unreadable", _read_error(e)))
+    except READ_ERRORS as e:
+        on_problem(Problem(path, "unreadable", read_error(e, path)))
         return None
     if looks_binary(data):
         on_problem(Problem(path, "binary", "binary file; skipped"))

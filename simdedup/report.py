@@ -18,6 +18,7 @@ from typing import IO, Any, Protocol
 
 from .dedup import Decision
 from .fingerprint import format_fingerprint
+from .read import plain_name
 
 TABULAR = ("tsv", "csv")
 
@@ -73,7 +74,7 @@ class RecordWriter:
 def format_for(path: str, default: str = "jsonl") -> str:
     """The record format a file name asks for: .csv, .tsv, else `default`."""
     for fmt in TABULAR:
-        if path.endswith(f".{fmt}") or path.endswith(f".{fmt}.gz"):
+        if plain_name(path).endswith(f".{fmt}"):
             return fmt
     return default
 

@@ -490,23 +490,80 @@ def test_compare_fingerprints_a_file_as_scan_does_past_the_size_limit(tmp_path: 
     assert compared == scanned
 
 
-def test_xz_bzip2_and_zstd_data_are_refused_not_read_as_lines(tmp_path: Path) -> None:
+def _zstd() -> Any:
+    try:
+        from compression import zstd  # type: ignore[import-not-found]
+    except ImportError:
+        from backports import zstd  # type: ignore[no-redef]
+    return zstd
+
+
+#: (suffix, kind, cat, compress) of each compressed format simdedup reads by its name.
+COMPRESSED = [
+    (".gz", "gzip", "zcat", gzip.compress),
+    (".xz", "xz", "xzcat", lzma.compress),
+    (".bz2", "bzip2", "bzcat", bz2.compress),
+    (".zst", "zstd", "zstdcat", lambda data: _zstd().compress(data)),
+]
+
+
+@pytest.mark.parametrize(("suffix", "kind", "cat", "compress"), COMPRESSED)
+def test_compressed_data_is_refused_on_stdin_and_under_another_name(
+    tmp_path: Path, suffix: str, kind: str, cat: str, compress: Any
+) -> None:
     # Read as lines of binary, filter wrote back a damaged archive (trial).
-    text = f"{LINE}\n{LINE}\n{OTHER}\n".encode()
-    for kind, data, cat in [
-        ("xz", lzma.compress(text), "xzcat"),
-        ("bzip2", bz2.compress(text), "bzcat"),
-        ("zstd", b"\x28\xb5\x2f\xfd\x24\x00" + text, "zstdcat"),  # a zstd frame's magic
+    data = compress(f"{LINE}\n{LINE}\n{OTHER}\n".encode())
+    named = tmp_path / "lines.data"
+    named.write_bytes(data)
+    for args, given, message in [
+        (["filter"], data, f"-: error: {kind} data is not read as text: {cat} it into simdedup"),
+        (["filter", str(named)], b"", f"{named}: error: {kind} data is not read as text: name it FILE{suffix}"),
     ]:
-        named = tmp_path / f"lines.{kind}"
-        named.write_bytes(data)
-        for args, given, where in [(["filter"], data, "-"), (["filter", str(named)], b"", str(named))]:
-            refused = run(*args, input=given)
-            assert (refused.exit_code, refused.stdout) == (3, ""), refused.stderr
-            assert (
-                f"{where}: error: {kind} data is not read as text: {cat} it into simdedup" in refused.stderr
-            )
+        refused = run(*args, input=given)
+        assert (refused.exit_code, refused.stdout) == (3, ""), refused.stderr
+        assert message in refused.stderr
     assert run("filter", input=b"BZh9 is a plain line\n").stdout == "BZh9 is a plain line\n"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize(("suffix", "kind", "cat", "compress"), COMPRESSED)
+def test_compressed_files_are_read_and_written_by_their_names(
+    tmp_path: Path, jobs: str, suffix: str, kind: str, cat: str, compress: Any
+) -> None:
+    # Only gzip was read: a crawl.jsonl.zst had to go through zstdcat (trial).
+    lines = "".join(f"{LINE} {i % 40}\n" for i in range(400)) + f"{OTHER}\n"
+    records = "".join(json.dumps({"id": f"r{i}", "text": f"{OTHER} {i % 3}"}) + "\n" for i in range(9))
+    for name, text in [("crawl.txt", lines), ("crawl.jsonl", records)]:
+        (tmp_path / name).write_text(text)
+        packed = tmp_path / f"{name}{suffix}"
+        packed.write_bytes(compress(text.encode()))
+        plain = run("filter", str(tmp_path / name), "-j", jobs, "--duplicates", str(tmp_path / "d.tsv"))
+        read = run("filter", str(packed), "-j", jobs, "--duplicates", str(tmp_path / f"d.tsv{suffix}"))
+        assert (read.exit_code, read.stdout) == (0, plain.stdout), read.stderr
+        written = (tmp_path / "d.tsv").read_text().replace(name, f"{name}{suffix}")
+        assert _decompressed(tmp_path / f"d.tsv{suffix}", suffix) == written.encode()  # JSONL: ids r1, ...
+
+
+def _decompressed(path: Path, suffix: str) -> bytes:
+    module = {".gz": gzip, ".xz": lzma, ".bz2": bz2, ".zst": _zstd()}[suffix]
+    with module.open(path, "rb") as f:
+        return f.read()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(("suffix", "kind", "cat", "compress"), COMPRESSED)
+def test_damaged_and_cut_compressed_files_say_so_in_our_words(
+    tmp_path: Path, suffix: str, kind: str, cat: str, compress: Any
+) -> None:
+    named = tmp_path / f"crawl.txt{suffix}"
+    packed = compress("".join(f"line {i} of a crawl\n" for i in range(20000)).encode())
+    for data, said in [
+        (b"not compressed at all\n", f"not {kind} data, or damaged {kind} data"),
+        (packed[: len(packed) // 2], f"the {kind} stream is cut short"),
+    ]:
+        named.write_bytes(data)
+        result = run("filter", str(named))
+        errors = [line for line in result.stderr.splitlines() if ": error: " in line]
+        assert result.exit_code == 3 and len(errors) == 1 and said in errors[0], result.stderr
 
 
 def test_jsonl_lines_of_other_than_json_whitespace_are_not_json(tmp_path: Path) -> None:
