@@ -94,9 +94,7 @@ def search_run(
     words,
     queries,
     k,
-    block_starts,
-    block_masks,
-    first_tables,
+    rules,
     t_lo,
     t_hi,
     hot,
@@ -106,13 +104,15 @@ def search_run(
     once over all the tables), as index._Run.search finds them, for 64-bit
     fingerprints. `hashes`, `by_hash`: (tables, m) each query's key hash in each table
     and the queries sorted by it (keys_in_order), of which the run's 2 ** p buckets are
-    the top p bits; `words`: every stored fingerprint; rows are local + start.
+    the top p bits; `words`: every stored fingerprint; rows are local + start; `rules`:
+    index.Layout.first_table_rules.
 
     Queries that fall in the same bucket (common words make a few buckets hot) are
     compared with it together: its fingerprints are gathered once (or read from the
-    run's copy of its hot buckets, `hot`: see hot_copies), then read in order, in a
-    vectorized pass that counts the rows within k of a query; only where there are
-    some, a second pass lists them (_within).
+    run's copy of its hot buckets, `hot`: see hot_copies), then read in order, 64 at a
+    time, in a vectorized pass that tells both whether a row is within k and whether
+    this table is the pair's first (_within): a pair met in several tables costs a
+    write in one.
 
     Each table is searched in passes over the queries in bucket order: the buckets'
     bounds, then the rows of the buckets not copied, then those rows' fingerprints,
@@ -124,7 +124,6 @@ def search_run(
     shift = np.uint64(64 - p)
     sorted_buckets = np.zeros(m, np.int64)
     size = order.shape[0] // tables
-    n_blocks = block_starts.shape[0]
     out = _triples(4 * m + 64)
     n = 0
     near = np.empty(64, np.int64)  # the places in a bucket within k of a query
@@ -182,13 +181,9 @@ def search_run(
             for qi in range(i, ends[i]):
                 q = by_bucket[qi]
                 value = queries[q]
-                if _count_within(bucket, value, width, k) == 0:
-                    continue
-                for h in range(_within(bucket, value, width, k, near)):
+                for h in range(_within(bucket, value, width, k, near, rules[t])):
                     r = near[h]
                     x = bucket[r] ^ value
-                    if first_tables[_agreeing(x, block_starts, block_masks, n_blocks)] != t:
-                        continue
                     out = _append(out, n, q, np.int64(order[t * size + los[i] + r]) + start, _popcount(x))
                     n += 1
             i = ends[i]
@@ -235,12 +230,12 @@ def hot_copies(order, offsets, start, words, least):  # type: ignore[no-untyped-
 
 
 @njit(cache=True, nogil=True)
-def table_pairs(order, offsets, start, words, k, t, block_starts, block_masks, first_tables):  # type: ignore[no-untyped-def]
+def table_pairs(order, offsets, start, words, k, rule):  # type: ignore[no-untyped-def]
     """(i, j, d), i < j, for the rows of one table of a run (order, offsets: that
-    table's) that share a bucket, are within k, and have t as the first table keyed on
-    blocks they agree on: index._Run.pairs for 64-bit fingerprints. Each bucket's
-    fingerprints are gathered once and compared in order."""
-    n_blocks = block_starts.shape[0]
+    table's) that share a bucket, are within k, and have this table as the first keyed
+    on blocks they agree on (`rule`: its row of index.Layout.first_table_rules):
+    index._Run.pairs for 64-bit fingerprints. Each bucket's fingerprints are gathered
+    once and compared in order."""
     out = _triples(64)
     n = 0
     gathered = np.empty(64, np.uint64)
@@ -258,50 +253,58 @@ def table_pairs(order, offsets, start, words, k, t, block_starts, block_masks, f
         for a in range(size - 1):
             value = gathered[a]
             later = gathered[a + 1 : size]
-            if _count_within(later, value, size - a - 1, k) == 0:
-                continue
-            for h in range(_within(later, value, size - a - 1, k, near)):
+            for h in range(_within(later, value, size - a - 1, k, near, rule)):
                 c = a + 1 + near[h]
-                x = gathered[c] ^ value
-                d = _popcount(x)
-                if first_tables[_agreeing(x, block_starts, block_masks, n_blocks)] != t:
-                    continue
+                d = _popcount(gathered[c] ^ value)
                 out = _append(out, n, np.int64(order[lo + a]) + start, np.int64(order[lo + c]) + start, d)
                 n += 1
     return out[0][:n], out[1][:n], out[2][:n]
 
 
 @njit(inline="always")
-def _agreeing(x, block_starts, block_masks, n_blocks):  # type: ignore[no-untyped-def]
-    # Bit mask of the blocks on which two fingerprints whose XOR is x agree.
-    agree = 0
-    for block in range(n_blocks):
-        if (x >> block_starts[block]) & block_masks[block] == 0:
-            agree |= 1 << block
-    return agree
-
-
-@njit(inline="always")
-def _count_within(words, value, n, k):  # type: ignore[no-untyped-def]
-    # How many of words[:n] are within k of value: a loop that LLVM vectorizes, run
-    # before _within, which costs more, to pass over the many buckets with no hit.
-    found = 0
-    for j in range(n):
-        found += _popcount(words[j] ^ value) <= k
-    return found
-
-
-@njit(inline="always")
-def _within(words, value, n, k, at):  # type: ignore[no-untyped-def]
+def _within(words, value, n, k, at, rule):  # type: ignore[no-untyped-def]
     # The places j of words[:n] within k of value, in order, written to at[:count]
-    # (at holds n or more); returns count. Without a branch: every place is written,
-    # and the count moves on at a hit. A branch on each place was mispredicted where
-    # common words make hits dense (6% of a crowded bucket), and cost twice as much.
+    # (at holds n or more); returns count. 64 places at a time: a mask of their hits,
+    # built in a loop that LLVM vectorizes, then one write a hit (the mask's lowest set
+    # bit). A place at a time, each written and the count moved on at a hit, cost 3-5
+    # times as much where hits are 1-12% of a bucket, as in crowded ones.
     found = 0
-    for j in range(n):
+    j = 0
+    while j + 64 <= n:
+        hits = _hits64(words, j, value, k, rule)
+        while hits:
+            at[found] = j + _popcount((hits & (~hits + _ONE)) - _ONE)  # the lowest set bit's place
+            found += 1
+            hits &= hits - _ONE
+        j += 64
+    while j < n:  # the last places, without a branch
         at[found] = j
-        found += _popcount(words[j] ^ value) <= k
+        found += _near_here(words[j] ^ value, k, rule)
+        j += 1
     return found
+
+
+_ONE = np.uint64(1)
+
+
+@njit(inline="always")
+def _hits64(words, start, value, k, rule):  # type: ignore[no-untyped-def]
+    # Bit e set where words[start + e] is a hit of value's (_near_here), for e < 64.
+    hits = np.uint64(0)
+    for e in range(64):
+        hits |= np.uint64(_near_here(words[start + e] ^ value, k, rule)) << np.uint64(e)
+    return hits
+
+
+@njit(inline="always")
+def _near_here(x, k, rule):  # type: ignore[no-untyped-def]
+    # Whether two fingerprints whose XOR is x are within k and a table whose rule
+    # (index.Layout.first_table_rules) is `rule` is the first keyed on blocks they agree
+    # on: zero on its key, and no block below its last zero but its key's (y's blocks
+    # outside `earlier` are all ones; one of the rest is zero exactly where subtracting
+    # each one's lowest bit borrows into its highest).
+    y = x | ~rule[1]
+    return (_popcount(x) <= k) & ((x & rule[0]) == 0) & (((y - rule[2]) & ~y & rule[3]) == 0)
 
 
 @njit(inline="always")
@@ -409,6 +412,10 @@ def cross_pairs(queries, words, k):  # type: ignore[no-untyped-def]
     return _pairs(queries, words, k, False)
 
 
+#: A rule (index.Layout.first_table_rules) that every pair within k meets: no table.
+_EVERY_PAIR = np.zeros(4, np.uint64)
+
+
 @njit(inline="always")
 def _pairs(queries, words, k, after):  # type: ignore[no-untyped-def]
     n = words.shape[0]
@@ -418,9 +425,7 @@ def _pairs(queries, words, k, after):  # type: ignore[no-untyped-def]
     for q in range(queries.shape[0]):
         value = queries[q]
         lo = q + 1 if after else 0
-        if _count_within(words[lo:], value, n - lo, k) == 0:
-            continue
-        for h in range(_within(words[lo:], value, n - lo, k, near)):
+        for h in range(_within(words[lo:], value, n - lo, k, near, _EVERY_PAIR)):
             j = lo + near[h]
             out = _append(out, found, q, j, _popcount(words[j] ^ value))
             found += 1
@@ -485,8 +490,9 @@ def warm() -> None:
     hashes, by_hash = keys_in_order(words, ones, ones, np.ones(3, np.uint64))
     hot = (*hot_copies(order, offsets.reshape(1, 3), 0, words, 1), 1)
     keyed = (hashes.reshape(1, 4), by_hash.reshape(1, 4))
-    search_run(order, offsets.reshape(1, 3), 0, 1, *keyed, words, words, 1, ones, ones, first, 0, 1, hot)
-    table_pairs(order, offsets, 0, words, 1, 0, ones, ones, first)
+    rules = np.zeros((1, 4), np.uint64)
+    search_run(order, offsets.reshape(1, 3), 0, 1, *keyed, words, words, 1, rules, 0, 1, hot)
+    table_pairs(order, offsets, 0, words, 1, rules[0])
     all_pairs(words, 1)
     cross_pairs(words, words, 1)
     pairs_in_order([(first, first, first)], 2)

@@ -163,15 +163,36 @@ class Layout:
     def compiled_keys(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """(start, mask) of each table's key blocks, as compiled.table_buckets takes them
         (64-bit fingerprints)."""
-        starts, masks, _ = self.compiled_blocks
+        starts, masks = self.compiled_blocks
         return [(starts[list(key)], masks[list(key)]) for key in self.keys]
 
     @functools.cached_property
-    def compiled_blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(start, mask) of each block and first_tables, as compiled.search_run takes them."""
+    def compiled_blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """(start, mask) of each block, as compiled.table_buckets takes a key's."""
         starts = np.array([start for start, _ in self.blocks], np.uint64)
         masks = np.array([(1 << width) - 1 for _, width in self.blocks], np.uint64)
-        return starts, masks, self.first_tables
+        return starts, masks
+
+    @functools.cached_property
+    def first_table_rules(self) -> np.ndarray:
+        """first_tables as four 64-bit masks a table (uint64, shape (tables, 4)), for
+        compiled loops that test it 64 candidates at a time (compiled._first_here):
+        table t is the first whose key two 64-bit fingerprints with XOR x agree on when
+        x is zero on its key's blocks (`key`) and non-zero on each block below its last
+        that is not in its key (`earlier`; `low`, `high`: their lowest and highest
+        bits, for the test of all of them at once)."""
+        rules = []
+        for key in self.keys:
+            earlier = [self.blocks[b] for b in range(key[-1]) if b not in key]
+            rules.append(
+                (
+                    sum(((1 << width) - 1) << start for start, width in (self.blocks[b] for b in key)),
+                    sum(((1 << width) - 1) << start for start, width in earlier),
+                    sum(1 << start for start, _ in earlier),
+                    sum(1 << (start + width - 1) for start, width in earlier),
+                )
+            )
+        return np.array(rules, np.uint64).reshape(len(self.keys), 4)
 
     def agreeing_blocks(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Bit mask of the blocks on which rows of two (n, words) arrays agree."""
@@ -352,7 +373,6 @@ class _Run:
         if by_hash is not None:
             from .compiled import search_run
 
-            starts, masks, first = layout.compiled_blocks
             return search_run(
                 self.order,
                 self.offsets,
@@ -363,9 +383,7 @@ class _Run:
                 words[:, 0],
                 queries[:, 0],
                 k,
-                starts,
-                masks,
-                first,
+                layout.first_table_rules,
                 part.start,
                 part.stop,
                 self.hot,
@@ -408,9 +426,9 @@ class _Run:
         if compiled:
             from .compiled import table_pairs
 
-            starts, masks, first = layout.compiled_blocks
             table = self.order[t * size : (t + 1) * size]
-            return table_pairs(table, self.offsets[t], self.start, words[:, 0], k, t, starts, masks, first)  # type: ignore[no-any-return]
+            rule = layout.first_table_rules[t]
+            return table_pairs(table, self.offsets[t], self.start, words[:, 0], k, rule)  # type: ignore[no-any-return]
         order = self.order[t * size : (t + 1) * size].astype(np.int64) + self.start
         offsets = self.offsets[t].astype(np.int64)
         counts = np.diff(offsets)

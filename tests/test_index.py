@@ -175,6 +175,26 @@ def test_each_set_of_agreeing_blocks_is_reported_by_the_first_table_keyed_inside
         assert layout.first_tables[mask] == (inside[0] if inside else -1)
 
 
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 4, 5, 6, 7])
+def test_the_compiled_first_table_rules_say_what_first_tables_says(k: int) -> None:
+    # compiled._near_here tests a table's rule on an XOR with masks; first_tables is
+    # the reference. Each non-agreeing block gets a single bit at its edges, or noise.
+    from simdedup.compiled import _near_here
+
+    layout = Layout.for_(64, k)
+    rng = random.Random(k)
+    for mask in range(1 << len(layout.blocks)):
+        for trial in range(6):
+            x = 0
+            for b, (start, width) in enumerate(layout.blocks):
+                if not mask >> b & 1:
+                    x |= [1, 1 << (width - 1), rng.randrange(1, 1 << width)][trial % 3] << start
+            agree = layout.agreeing_blocks(np.array([[x]], np.uint64), np.zeros((1, 1), np.uint64))[0]
+            assert agree == mask
+            for t, rule in enumerate(layout.first_table_rules):
+                assert bool(_near_here(np.uint64(x), 64, rule)) == (layout.first_tables[mask] == t), (mask, t)
+
+
 def test_a_stored_fingerprint_costs_under_64_bytes_at_distance_3() -> None:
     fps = np.random.default_rng(5).integers(0, 2**64, size=100_000, dtype=np.uint64)
     index = BlockIndex(64, 3)
