@@ -247,8 +247,11 @@ class _Writing:
         #: Whether a KeyboardInterrupt was raised since installed(): a second signal
         #: that comes while a __del__ runs is still raised there, and Python drops it.
         self.raised = False
+        #: Signals handled since installed().
+        self.signals = 0
 
     def __call__(self, signum: int, frame: Any) -> None:
+        self.signals += 1
         # Raised in a __del__ (a worker's pipe collected as workers start), Python prints
         # "Exception ignored" and drops it, and the run went on to exit 0: held instead,
         # until the next document is written (done) or the command checks `caught`.
@@ -278,6 +281,7 @@ class _Writing:
     def installed(self) -> Iterator[_Writing]:
         """This as SIGINT's handler, where Python's own is (not where SIGINT is ignored)."""
         self.raised = False
+        self.signals = 0
         main = threading.current_thread() is threading.main_thread()
         if not main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
             yield self
@@ -318,6 +322,13 @@ def _finishing() -> Iterator[_Writing]:
             writing.now = writing.caught = False
 
 
+#: A second Ctrl-C or SIGTERM, before every document decided was written.
+_STOPPED_AT_ONCE = (
+    "interrupted again: stopped at once; the outputs hold what was written, and an --index "
+    "or --summary-json is left as it was"
+)
+
+
 def _interrupted() -> ExitStatus:
     return ExitStatus.TERMINATED if _terminated else ExitStatus.INTERRUPTED
 
@@ -327,6 +338,21 @@ def _interrupted() -> ExitStatus:
 
 def _color() -> bool | None:
     return False if os.environ.get("NO_COLOR") else None  # None: click decides by isatty
+
+
+def _echo(text: str) -> None:
+    """Results on stdout, and a newline. Not click.echo: it says nothing when stdout's
+    reader is gone (`index info | head` exited 0, not 141)."""
+    _write_out(f"{text}\n".encode())
+
+
+def _write_out(data: bytes) -> None:
+    """`data` on stdout, 64 KiB at a time: one large write to a pipe whose reader goes
+    (`| head`) is cut short without an error, and the rest dropped."""
+    stream = _binary(sys.stdout)
+    for at in range(0, len(data), 1 << 16):
+        stream.write(data[at : at + (1 << 16)])
+        stream.flush()
 
 
 def _binary(stream: IO[str]) -> IO[bytes]:
@@ -509,12 +535,24 @@ def fingerprint_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def _named(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise click.BadParameter("an empty name (leave the option out for the start time)")
+    if value is not None and not _is_utf8(value):  # bytes that are not UTF-8 in argv
+        raise click.BadParameter(f"'{printable(value)}' is not UTF-8 text, which the index stores")
     return value
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _index_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value == "-":
         raise click.BadParameter("an index is a file, not stdin or stdout: name it (./- for a file named -)")
+    if value is not None and value.endswith(("/", os.sep)):
+        raise click.BadParameter(f"an index is a file, not a directory: {printable(value)}")
     return value
 
 
@@ -656,6 +694,10 @@ def index_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def _index_session(kw: dict[str, Any], settings: Settings) -> IndexSession | contextlib.nullcontext[None]:
     """The --index session (locked and loaded on entry), or nothing without --index."""
     path, wait, run_name = kw.pop("index_path"), kw.pop("wait"), kw.pop("run_name")
+    if path is None and (run_name is not None or wait):
+        # A cron line that lost its --index would check nothing against earlier nights.
+        given = "--run-name" if run_name is not None else "--wait"
+        raise click.UsageError(f"{given} is for a run with --index PATH, and none is given")
     if path is None:
         return contextlib.nullcontext()
     return IndexSession(path, settings, wait=wait, run_name=run_name)
@@ -1182,12 +1224,18 @@ def _run(
                 # Ctrl-C while writing: the batches already read are still decided, so
                 # they are written too, and the outputs (and an --index saved after) hold
                 # the same documents: the one handed out but not yet written first.
+                first = handler.signals
                 with contextlib.suppress(KeyboardInterrupt, StopIteration):
                     if started < out.count and out.last is not None:
                         record(out.last)
                     record(decided.throw(KeyboardInterrupt()))
                     for decision in decided:
                         record(decision)
+                if handler.signals > first:
+                    # A second one cut that short: the deduplicator holds decisions no
+                    # output got, so nothing is saved from it (a trial found --index
+                    # holding documents that the outputs never had).
+                    raise CliError(_STOPPED_AT_ONCE, _interrupted()) from None
     finally:
         # Closed here, in this thread, also when a write failed: left to the cycle
         # collector, they could be closed in the decide thread, which cannot join itself.
@@ -1196,6 +1244,25 @@ def _run(
     summary.seconds = time.perf_counter() - start
     summary.set_groups(groups.sizes())
     return summary, groups, interrupted
+
+
+#: scan's default listing on a terminal is a table of up to this many rows: rich lays
+#: one out at ~0.3 ms a row (150,000 rows: 51 s and 0.8 GB, against 6 s in TSV; a trial).
+TABLE_ROWS = 2000
+
+
+def _listing_format(groups: Groups, messages: Messages) -> str:
+    """scan's group listing when --format is not given: a table on a terminal, unless
+    its rows are too many to lay out (then TSV, and a note), else TSV."""
+    if not _isatty(sys.stdout):
+        return "tsv"
+    rows = sum(size * count for size, count in groups.sizes().items())
+    if rows <= TABLE_ROWS:
+        return "table"
+    messages.info(
+        f"{rows:,} rows: listed as TSV, not as a table (--format table lays them out, at ~0.3 ms a row)"
+    )
+    return "tsv"
 
 
 def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession | None) -> None:
@@ -1222,13 +1289,7 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
         console = Console(no_color=plain or None)
         with console.capture() as captured:  # rendered for this terminal, colours and width
             console.print(table)
-        # Written here, not by rich: rich's one large write to a pipe that closes
-        # (`| head`) loses the rest without an error, and the run exited 0.
-        stream = _binary(sys.stdout)
-        text = captured.get().encode("utf-8")
-        for at in range(0, len(text), 1 << 16):
-            stream.write(text[at : at + (1 << 16)])
-            stream.flush()
+        _write_out(captured.get().encode("utf-8"))  # not by rich: its one large write
         return
     stream = _binary(sys.stdout)
     if fmt == "jsonl":
@@ -1387,7 +1448,7 @@ def main() -> None:
     "--format",
     "fmt",
     type=click.Choice(["table", "tsv", "jsonl", "csv"]),
-    help="Duplicate groups on stdout: a table on a terminal, tsv otherwise.",
+    help=f"Duplicate groups on stdout: a table on a terminal (up to {TABLE_ROWS:,} rows), tsv otherwise.",
 )
 @click.option("--unique", metavar="FILE", help="Write unique documents in their input form ('-': stdout).")
 @click.option(
@@ -1418,6 +1479,8 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
       simdedup scan crawl/2024-11-22 --index crawl.sdx --duplicates dups.tsv
     """
     settings, read_options = _settings(kw), _read_options(kw)
+    if kw["drop_empty"] and kw["unique"] is None:
+        raise click.UsageError("--drop-empty leaves empty documents out of --unique, and none is given")
     messages = Messages(kw["quiet"], kw["verbose"])
     sources = _sources(paths)
     dd = deduplicator(settings, _verify(kw))
@@ -1444,7 +1507,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
         with _finishing() as held:
             closed = False
             if outputs.stdout_owner is None:
-                fmt = kw["fmt"] or ("table" if _isatty(sys.stdout) else "tsv")
+                fmt = kw["fmt"] or _listing_format(groups, messages)
                 try:
                     _write_groups(groups, dd, fmt, session)
                 except BrokenPipeError:  # `scan ... | head`: every document was decided already
@@ -1719,9 +1782,9 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
                 }
                 for side, name, fp in zip("ab", names, (fa, fb))
             }
-            click.echo(json.dumps({**sides, "near": False, "empty": empty}, ensure_ascii=False))
+            _echo(json.dumps({**sides, "near": False, "empty": empty}, ensure_ascii=False))
         else:
-            click.echo(f"verdict     not near-duplicates ({why})")
+            _echo(f"verdict     not near-duplicates ({why})")
         sys.exit(ExitStatus.FOUND)
     features = [extract(d.text, settings) for d in docs]  # for the lists of unshared ones
     d = hamming(fa, fb)
@@ -1766,7 +1829,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         "only_in_b": [{"feature": t, "weight": w} for t, w in only_b],
     }
     if as_json:
-        click.echo(json.dumps(result, ensure_ascii=False))
+        _echo(json.dumps(result, ensure_ascii=False))
     else:
 
         def feats(items: list[tuple[str, float]]) -> str:
@@ -1805,7 +1868,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             f"only in b   {feats(only_b)}",
             f"verdict     {verdict}",
         ]
-        click.echo("\n".join(lines))
+        _echo("\n".join(lines))
     sys.exit(ExitStatus.OK if near else ExitStatus.FOUND)
 
 
@@ -1890,15 +1953,15 @@ def calibrate_command(
         for s in scores:
             record = {"preset": s.preset, "distance": s.distance, "tp": s.tp, "fp": s.fp, "fn": s.fn}
             record.update(precision=round(s.precision, 6), recall=round(s.recall, 6), f1=round(s.f1, 6))
-            click.echo(json.dumps({**record, "best": top[s.preset] == s}))
+            _echo(json.dumps({**record, "best": top[s.preset] == s}))
     else:
         positives = sum(p.duplicate for p in pairs)
-        click.echo(f"{len(pairs)} pairs, {positives} labelled duplicate")
+        _echo(f"{len(pairs)} pairs, {positives} labelled duplicate")
         width = max(len(s.preset) for s in scores)
-        click.echo(f"{'preset':<{width}}  k  precision  recall     f1     tp     fp     fn")
+        _echo(f"{'preset':<{width}}  k  precision  recall     f1     tp     fp     fn")
         for s in scores:
             mark = "*" if top[s.preset] == s else " "
-            click.echo(
+            _echo(
                 f"{s.preset:<{width}} {s.distance:2d}{mark}   {s.precision:.3f}   {s.recall:.3f}  {s.f1:.3f}"
                 f"  {s.tp:5d}  {s.fp:5d}  {s.fn:5d}"
             )
@@ -1974,7 +2037,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         ],
     }
     if as_json:
-        click.echo(json.dumps(info, ensure_ascii=False))
+        _echo(json.dumps(info, ensure_ascii=False))
         return
     extra = info["fingerprint"]
     lines = [
@@ -2022,7 +2085,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         largest = ", ".join(f"{n:,} (key {_hex(v, b.width)})" for v, n in b.largest) or "-"
         blocks = " + ".join(f"{start}-{start + width - 1}" for start, width in b.blocks)
         lines.append(f"  bits {blocks}: {b.distinct:,} distinct keys; largest {largest}")
-    click.echo("\n".join(lines))
+    _echo("\n".join(lines))
 
 
 @index_group.command(name="merge")
@@ -2041,8 +2104,9 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
 
     OUT, if it exists, comes first and keeps its rows; then each IN's rows and runs in
     the order given. Nothing is dropped, and nothing is added twice: the rows of a run
-    merged already (the same name, start, finish and count) are left out, with a
-    warning, so a merge can be retried. All must have the same fingerprint settings.
+    merged already (known by the random id each run gets when it is saved) are left
+    out, with a warning, so a merge can be retried. All must have the same fingerprint
+    settings.
     OUT is replaced atomically, under its lock, like a run's --index; each IN is read
     under its own lock, so a run still writing it is waited for (--wait).
 
@@ -2069,10 +2133,18 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
             if len(new.runs) < len(stored.runs):
                 again = ", ".join(repr(r.get("name")) for r in stored.runs if r not in new.runs)
                 messages.warn(path, f"run(s) {again} are merged already; their rows are not added again")
+            names = {run.get("name") for run in merged_runs}
+            for name in dict.fromkeys(run.get("name") for run in new.runs if run.get("name") in names):
+                said = f"a run named {name!r} is in {out} already; duplicate_of_run cannot tell them apart"
+                messages.warn(path, said)
             merged_runs += new.runs
             parts.append((path, new))
         merged = merge_indexes(parts)
         write_index(out, merged)
+    for path, new in parts:
+        if not _same_file(path, out):
+            runs = f"{len(new.runs):,} run" + ("" if len(new.runs) == 1 else "s")
+            messages.info(f"{path}: {len(new):,} fingerprints added ({runs})")
     messages.info(f"{out}: {len(merged):,} fingerprints from {len(parts)} indexes")
 
 

@@ -13,6 +13,7 @@ import codecs
 import contextlib
 import errno
 import fnmatch
+import gzip
 import importlib
 import io
 import json
@@ -114,6 +115,18 @@ class ReadOptions:
     #: The files the run writes, as (st_dev, st_ino): a directory's member that is one of
     #: them (reached through a link the walk follows) is skipped, never read back.
     written: frozenset[tuple[int, int]] = frozenset()
+
+    def __post_init__(self) -> None:
+        # A str given for a tuple was read a character a pattern: glob="*.md" took '*'
+        # and matched every file (a trial).
+        for name in ("glob", "exclude"):
+            patterns = getattr(self, name)
+            if isinstance(patterns, (str, bytes)) or not all(isinstance(p, str) for p in patterns):
+                raise TypeError(f"{name} is a tuple of patterns (str), not {patterns!r}: ({patterns!r},)")
+            object.__setattr__(self, name, tuple(patterns))
+        size = self.max_doc_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"max_doc_size is a number of bytes, 1 or more, not {size!r}")
 
     def is_jsonl(self, path: str) -> bool:
         return self.jsonl or plain_name(path).endswith(".jsonl")
@@ -313,6 +326,9 @@ class Codec:
     def open(self, file: str | IO[bytes], mode: str) -> IO[bytes]:
         """The file (a path, or a binary file object it does not close) decompressed
         ("rb") or compressed ("wb") at the format's default level."""
+        if self.module == "gzip" and "w" in mode and not isinstance(file, str):
+            # No time and no name in the header: the same output, the same bytes.
+            return gzip.GzipFile(filename="", mode=mode, fileobj=file, mtime=0)
         if self.module == "zstd":
             try:
                 from compression import zstd  # type: ignore[import-not-found]  # Python 3.14

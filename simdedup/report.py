@@ -74,7 +74,7 @@ class RecordWriter:
 def format_for(path: str, default: str = "jsonl") -> str:
     """The record format a file name asks for: .csv, .tsv, else `default`."""
     for fmt in TABULAR:
-        if plain_name(path).endswith(f".{fmt}"):
+        if plain_name(path).lower().endswith(f".{fmt}"):
             return fmt
     return default
 

@@ -194,6 +194,33 @@ def test_a_signal_while_a_document_is_written_leaves_it_in_every_output(
     assert len(records) > 1500
 
 
+@linux_only
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_while_the_read_batches_are_written_saves_nothing(
+    tmp_path: Path, signum: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The batches read when the first signal came are decided and written; a second one
+    # cut that short, and --index was saved with documents no output had (trial).
+    lines, seen = tmp_path / "lines.txt", tmp_path / "seen.sdx"
+    lines.write_text("".join(f"{i} {LINE} {i * 7}\n" for i in range(3000)))
+    assert run("filter", "-q", "--index", str(seen), input=f"{OTHER}\n").exit_code == 0
+    stored = seen.read_bytes()
+    write = report_module.ReportWriter.write
+
+    def interrupted_write(self: report_module.ReportWriter, decision: Any) -> None:
+        if decision.doc.id.endswith((":1500", ":1600")):
+            os.kill(os.getpid(), signum)  # its handler runs before the next line
+        write(self, decision)
+
+    monkeypatch.setattr(report_module.ReportWriter, "write", interrupted_write)
+    report = tmp_path / "report.jsonl"
+    result = run("filter", str(lines), "-j1", "--index", str(seen), "--report", str(report))
+    assert result.exit_code == (143 if signum == signal.SIGTERM else 130)
+    assert "interrupted again: stopped at once" in result.stderr
+    assert seen.read_bytes() == stored
+    assert len(report.read_text().splitlines()) == 1600  # every record whole, up to the second
+
+
 # ---------------------------------------------------------------- outputs
 
 
@@ -517,7 +544,11 @@ def test_compressed_data_is_refused_on_stdin_and_under_another_name(
     named.write_bytes(data)
     for args, given, message in [
         (["filter"], data, f"-: error: {kind} data is not read as text: {cat} it into simdedup"),
-        (["filter", str(named)], b"", f"{named}: error: {kind} data is not read as text: name it FILE{suffix}"),
+        (
+            ["filter", str(named)],
+            b"",
+            f"{named}: error: {kind} data is not read as text: name it FILE{suffix}",
+        ),
     ]:
         refused = run(*args, input=given)
         assert (refused.exit_code, refused.stdout) == (3, ""), refused.stderr
@@ -542,6 +573,8 @@ def test_compressed_files_are_read_and_written_by_their_names(
         assert (read.exit_code, read.stdout) == (0, plain.stdout), read.stderr
         written = (tmp_path / "d.tsv").read_text().replace(name, f"{name}{suffix}")
         assert _decompressed(tmp_path / f"d.tsv{suffix}", suffix) == written.encode()  # JSONL: ids r1, ...
+    if suffix == ".gz":  # neither a time nor a name in the header: stable bytes night to night (trial)
+        assert (tmp_path / "d.tsv.gz").read_bytes()[3:8] == bytes(5)
 
 
 def _decompressed(path: Path, suffix: str) -> bytes:
@@ -793,6 +826,40 @@ def test_a_json_error_reads_once_and_an_empty_run_name_is_refused(tmp_path: Path
     )
     assert refused.exit_code == 2 and "Invalid value for '--run-name': an empty name" in refused.output
     assert not (tmp_path / "s.sdx").exists()
+
+
+def test_drop_empty_without_unique_is_refused_and_an_upper_case_ending_names_the_format(
+    tmp_path: Path,
+) -> None:
+    lines = tmp_path / "l.txt"
+    lines.write_text(f"{LINE}\n{LINE}\n")
+    refused = CliRunner().invoke(main, ["scan", str(lines), "--drop-empty"])  # did nothing, silently (trial)
+    assert refused.exit_code == 2 and "--drop-empty leaves empty documents out of --unique" in refused.output
+    upper = tmp_path / "G.TSV"  # was written as JSONL (trial)
+    assert run("scan", "-q", str(lines), "--duplicates", str(upper)).exit_code == 0
+    assert upper.read_text().startswith("id\tduplicate_of\t")
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        # Written after every output, the name crashed the save: a traceback, exit 1 (trial).
+        (["--index", "{d}/s.sdx", "--run-name", "night\udcff"], "'night\\xff' is not UTF-8 text"),
+        # A cron line that lost its --index ran on without a word (trial).
+        (["--run-name", "monday"], "--run-name is for a run with --index PATH, and none is given"),
+        (["--wait", "5"], "--wait is for a run with --index PATH, and none is given"),
+        # Saved as the file s.sdx (trial).
+        (["--index", "{d}/s.sdx/"], "an index is a file, not a directory"),
+    ],
+)
+def test_index_options_that_could_not_work_are_refused_before_any_work(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    for command in ("filter", "scan"):
+        given = [arg.replace("{d}", str(tmp_path)) for arg in args]
+        refused = CliRunner().invoke(main, [command, *given], input="x\n")
+        assert refused.exit_code == 2 and said in refused.output and refused.stdout.count("x") == 0
+        assert list(tmp_path.iterdir()) == []
 
 
 def _corrupt_gzip(path: Path) -> None:

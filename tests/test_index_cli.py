@@ -432,7 +432,8 @@ def test_index_merge_adds_each_shard_to_out(index: Path, tmp_path: Path) -> None
         run("filter", str(lines), "--index", str(shards[-1]), "--run-name", f"shard {i}", "-q")
     result = run("index", "merge", str(index), *map(str, shards), str(index))
     assert result.exit_code == 0 and result.stdout == ""
-    assert result.stderr == f"{index}: 12 fingerprints from 3 indexes\n"
+    added = "".join(f"{shard}: 3 fingerprints added (1 run)\n" for shard in shards)
+    assert result.stderr == f"{added}{index}: 12 fingerprints from 3 indexes\n"
     merged = read_index(index)
     assert snapshot(merged)[2] == ["monday"] * 6 + ["shard 0"] * 3 + ["shard 1"] * 3
 
@@ -452,8 +453,14 @@ def test_shards_run_alike_in_the_same_second_are_both_merged(
     result = run("index", "merge", str(merged), *map(str, shards))
     assert result.exit_code == 0 and "merged already" not in result.stderr
     assert len(read_index(merged)) == 6
+    # Each shard says what it added, and the second that its run's name is taken (trial).
+    assert f"{shards[0]}: 3 fingerprints added (1 run)" in result.stderr
+    assert f"{shards[1]}: 3 fingerprints added (1 run)" in result.stderr
+    taken = f"{shards[1]}: warning: a run named 'night' is in {merged} already; duplicate_of_run cannot"
+    assert taken in result.stderr
     again = run("index", "merge", str(merged), str(shards[1]))  # a retry still adds nothing
     assert "run(s) 'night' are merged already" in again.stderr and len(read_index(merged)) == 6
+    assert f"{shards[1]}: 0 fingerprints added (0 runs)" in again.stderr and "a run named" not in again.stderr
 
 
 def test_a_retried_merge_adds_nothing_twice_and_a_grown_shard_adds_its_new_runs(
