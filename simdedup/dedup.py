@@ -15,6 +15,7 @@ from itertools import islice
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
+import xxhash
 
 from .fingerprint import BATCH_SIZE, CompiledAfter, FeatureHasher, HashFunc, check_hasher, fingerprint_work
 from .index import BlockIndex, fingerprint_array, near_pair_arrays
@@ -89,6 +90,15 @@ class Ids(Sequence[str]):
     def nbytes(self) -> int:
         return len(self._blob) + 8 * len(self._ends)
 
+    def digest(self, rows: int) -> str:
+        """A digest of the first `rows` ids (xxh3), to tell these ids from others."""
+        end = self._ends[rows - 1] if rows else 0
+        digest = xxhash.xxh3_64()
+        with memoryview(self._blob) as blob, memoryview(self._ends) as ends:
+            digest.update(blob[:end])
+            digest.update(ends[:rows].cast("B"))
+        return digest.hexdigest()
+
     def to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(UTF-8 bytes of all ids as uint8, each id's end offset as uint64), copies."""
         return np.frombuffer(bytes(self._blob), np.uint8), np.array(self._ends, np.uint64)
@@ -116,7 +126,7 @@ class Deduplicator:
         hashfunc: HashFunc | None = None,
         index: BlockIndex | None = None,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = Settings() if settings is None else settings
         check_hasher(self.settings, hashfunc)
         self.hashfunc = hashfunc or FeatureHasher(self.settings.bits, self.settings.seed)
         if index is not None and (index.bits, index.distance) != (self.settings.bits, self.settings.distance):
@@ -247,6 +257,7 @@ class Deduplicator:
         return rows, dists
 
     def process(self, docs: Sequence[Document]) -> list[Decision]:
+        checked_documents(docs)
         fps = fingerprint_documents(docs, self.settings, self.hashfunc, self._compiled(len(docs)))
         return self.decide_many(docs, fps)
 
@@ -324,9 +335,31 @@ def _decide_with_twins(
     return decisions
 
 
+def checked_documents(docs: Sequence[Document]) -> None:
+    """Refuse a batch that holds anything but Documents with a str id and a str text
+    (or features), before anything is decided: an int id found halfway left a
+    VerifyingDeduplicator's ids a row ahead of its index, and later duplicates named
+    the wrong kept document (a trial). NaN, pandas' missing value, is named as such."""
+    for n, doc in enumerate(docs):
+        if (
+            type(doc) is Document
+            and type(doc.id) is str
+            and (type(doc.text) is str or doc.features is not None)
+        ):
+            continue
+        if not isinstance(doc, Document):
+            raise TypeError(f"documents are simdedup.Document(id, text, raw), not {type(doc).__name__}")
+        for field, value in (("id", doc.id), ("text", doc.text)):
+            if not isinstance(value, str) and (field == "id" or doc.features is None):
+                raise TypeError(
+                    f"document {n} of the batch: its {field} is {value!r} ({type(value).__name__}), not a str"
+                )
+
+
 def checked_fingerprints(docs: Sequence[Document], fps: Sequence[int | None]) -> Sequence[int | None]:
     """A batch's fingerprints, one per document (refused otherwise), as ints: a numpy
     array's values would otherwise reach each Decision as numpy integers."""
+    checked_documents(docs)
     if len(fps) != len(docs):
         raise ValueError(f"{len(docs)} documents but {len(fps)} fingerprints")
     return fps.tolist() if isinstance(fps, np.ndarray) else fps
@@ -393,9 +426,4 @@ def dedup(
 
 def _decided(dd: Deduplicator, batched: Iterator[list[Document]]) -> Iterator[Decision]:
     for batch in batched:
-        if not all(isinstance(doc, Document) for doc in batch):
-            wrong = next(doc for doc in batch if not isinstance(doc, Document))
-            raise TypeError(
-                f"dedup takes Documents (simdedup.Document(id, text, raw)), not {type(wrong).__name__}"
-            )
         yield from dd.process(batch)

@@ -200,8 +200,13 @@ def fingerprint_batch(
 
 
 def check_hasher(settings: Settings, hashfunc: HashFunc | None) -> None:
-    """Refuse a FeatureHasher whose bits or seed are not the settings' (its fingerprints
+    """Refuse settings that are not a Settings, a hash function that cannot be called,
+    and a FeatureHasher whose bits or seed are not the settings' (its fingerprints
     would silently be of other settings); other hash functions are the caller's."""
+    if not isinstance(settings, Settings):  # a dict failed later: no attribute 'bits'
+        raise TypeError(f"settings are a simdedup.Settings, not {type(settings).__name__}: Settings(**d)")
+    if hashfunc is not None and not callable(hashfunc):
+        raise TypeError(f"hashfunc is a function of a feature (str) to an int, not {hashfunc!r}")
     if isinstance(hashfunc, FeatureHasher) and (hashfunc.bits, hashfunc.seed) != (
         settings.bits,
         settings.seed,
@@ -220,7 +225,7 @@ def fingerprint_texts(
     character); a FeatureHasher given must have the settings' bits and seed."""
     if isinstance(texts, (str, bytes)):
         raise TypeError("fingerprint_texts takes a collection of texts (str), not one: wrap it in a list")
-    settings = settings or Settings()
+    settings = Settings() if settings is None else settings
     check_hasher(settings, hashfunc)
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     fps: list[int | None] = []

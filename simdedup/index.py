@@ -527,8 +527,8 @@ class BlockIndex:
         layout: Layout | None = None,
     ) -> None:
         _check_distance(bits, distance)
-        self.bits = bits
-        self.distance = distance
+        self.bits = bits = int(bits)
+        self.distance = distance = int(distance)
         self.layout = layout or Layout.for_(bits, distance)
         self.blocks = self.layout.blocks
         self._buffer_rows = buffer_rows
@@ -760,8 +760,15 @@ def near_pairs(
     None (an empty document's fingerprint, as fingerprint_texts gives it) is in no pair.
 
     A pure function over a batch, for all-pairs jobs and for checking the index.
+    `fps` may also be any iterable of them, or an array as fingerprint_array() gives it.
     """
     _check_distance(bits, distance)
+    bits, distance = int(bits), int(distance)  # a numpy integer too
+    if isinstance(fps, np.ndarray):
+        i, j, d = near_pair_arrays(fingerprint_array(fps, bits), bits, distance)
+        return list(zip(i.tolist(), j.tolist(), d.tolist()))
+    if not isinstance(fps, Sequence):
+        fps = list(fps)
     present = [i for i, fp in enumerate(fps) if fp is not None]
     i, j, d = near_pair_arrays(fingerprint_array([fps[i] for i in present], bits), bits, distance)
     if len(present) < len(fps):
@@ -770,9 +777,9 @@ def near_pairs(
 
 
 def _check_distance(bits: int, distance: int) -> None:
-    if isinstance(bits, bool) or not isinstance(bits, int) or bits < 64 or bits % 64:
+    if isinstance(bits, bool) or not isinstance(bits, numbers.Integral) or bits < 64 or bits % 64:
         raise ValueError(f"fingerprints are 64 bits or a multiple of 64, not {bits!r}")
-    if isinstance(distance, bool) or not isinstance(distance, int) or not 0 <= distance < bits:
+    if isinstance(distance, bool) or not isinstance(distance, numbers.Integral) or not 0 <= distance < bits:
         raise ValueError(f"a distance is an int from 0 to {bits - 1}, not {distance!r}")
 
 

@@ -42,6 +42,7 @@ from .fingerprint import (
     CompiledAfter,
     FeatureHasher,
     HashFunc,
+    check_hasher,
     compiled_serves,
     fingerprint_work,
 )
@@ -150,6 +151,9 @@ def fingerprint_batches(
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
         raise ValueError(f"jobs is an int >= 0 (0: one per CPU), not {jobs!r}")
+    if isinstance(piece, bool) or not isinstance(piece, int) or piece < 1:
+        raise ValueError(f"piece is a number of documents, 1 or more, not {piece!r}")
+    check_hasher(settings, None)
     setup = partial(_batch_task, settings, sketches)
     cut: deque[tuple[Sequence[Document], int]] = deque()  # batches read, with their number of pieces
     ends = [True]  # whether the last piece taken ends its batch

@@ -89,6 +89,8 @@ class Settings:
             raise SettingsError("--shingle joins word tokens; it does not apply to --tokenizer chars")
         if self.top_k < 0:
             raise SettingsError("--top-k must be 0 (all features) or more")
+        if not 0 <= self.seed < 1 << 64:  # the feature hash's seed, a 64-bit word: others wrapped
+            raise SettingsError(f"--seed must be 0 .. 2 ** 64 - 1, not {self.seed}")
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:

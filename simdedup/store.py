@@ -751,7 +751,8 @@ class IndexSession:
         self._runs: list[dict[str, Any]] = []
         self._created: str | None = None
         self._lock: Any = None
-        self._preloaded = False
+        #: A digest of the ids preload() gave (None: not preloaded), which save() checks.
+        self._preloaded: str | None = None
         # The stored sketches while no VerifyingDeduplicator holds them (--no-verify runs
         # keep them for later runs that verify).
         self._sketches: np.ndarray | None = None
@@ -796,7 +797,7 @@ class IndexSession:
                 self._sketches, self._sketched = self._stored.sketches, self._stored.sketched
                 self._heads, self._headed = self._stored.heads, self._stored.headed
             self._stored = None  # the Deduplicator holds the rows now; keep one copy
-        self._preloaded = True
+        self._preloaded = dd.ids.digest(self.loaded)
 
     @property
     def name_taken(self) -> bool:
@@ -812,8 +813,11 @@ class IndexSession:
 
     def save(self, dd: Deduplicator) -> StoredIndex:
         """Write the Deduplicator's rows (stored ones first, then this run's) back."""
-        if not self._preloaded:
+        if self._preloaded is None:
             raise ValueError("save a Deduplicator that preload() filled")
+        if len(dd.ids) < self.loaded or dd.ids.digest(self.loaded) != self._preloaded:
+            # Another one's rows would have replaced every stored one (a trial).
+            raise ValueError("save the Deduplicator that preload() filled (or a copy of it), not another")
         blob, ends = dd.ids.to_arrays()
         added = len(ends) - self.loaded
         now = _now()

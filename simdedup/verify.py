@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .dedup import Decision, Deduplicator, Ids, _repeated
+from .dedup import Decision, Deduplicator, Ids, _repeated, checked_documents
 from .features import normalized_many
 from .fingerprint import CompiledAfter, HashFunc, normalized_batch_fingerprints
 from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
@@ -215,6 +215,7 @@ class VerifyingDeduplicator(Deduplicator):
         in one pass over the texts (sketch.fingerprints_and_sketches)."""
         if self.sketcher != SKETCH:
             return super().process(docs)
+        checked_documents(docs)
         work = [doc.text if doc.features is None else doc.features for doc in docs]
         made = fingerprints_and_sketches(work, self.settings, self.hashfunc, self._compiled(len(docs)))
         return self.decide_many(docs, *made)

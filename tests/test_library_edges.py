@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -167,10 +168,28 @@ def test_a_feature_hash_wider_than_the_fingerprint_gives_its_low_bits() -> None:
 
 
 def test_wrong_documents_and_ids_are_refused_by_name() -> None:
-    with pytest.raises(TypeError, match="dedup takes Documents"):
+    with pytest.raises(TypeError, match="documents are simdedup.Document"):
         list(dedup(["a", "b"]))  # type: ignore[list-item]
     with pytest.raises(TypeError, match="not one str"):
         Deduplicator().extend([1, 2, 3], "abc")
+
+
+@pytest.mark.parametrize("make", [Deduplicator, VerifyingDeduplicator])
+def test_a_document_with_an_id_or_text_not_a_str_is_refused_before_anything_changes(make) -> None:
+    # An int id raised halfway through a VerifyingDeduplicator's batch, its ids a row
+    # ahead of its index: a later duplicate named the wrong kept document (trial).
+    dd = make()
+    bad = [
+        [Document("a", "x y z w", b""), Document(5, "p q r s", b"")],  # type: ignore[arg-type]
+        [Document("a", "x y z w", b""), Document("b", float("nan"), b"")],  # type: ignore[arg-type]
+    ]
+    for batch, said in zip(bad, ["its id is 5 (int)", "its text is nan (float)"]):
+        for decide in (dd.process, lambda docs: dd.decide_many(docs, [1, 2])):
+            with pytest.raises(TypeError, match=re.escape(f"document 1 of the batch: {said}, not a str")):
+                decide(batch)
+    assert (len(dd.ids), len(dd.index)) == (0, 0)
+    later = dd.process([Document("b", "p q r s", b""), Document("c", "p q r s", b"")])
+    assert [(d.status, d.duplicate_of) for d in later] == [("unique", None), ("duplicate", "b")]
 
 
 def test_a_stored_index_loads_only_into_a_deduplicator_of_its_settings(tmp_path) -> None:
@@ -190,6 +209,30 @@ def test_a_stored_index_loads_only_into_a_deduplicator_of_its_settings(tmp_path)
     assert len(dd.index) == 20
 
 
+def test_a_session_saves_only_the_deduplicator_it_preloaded_or_a_copy(tmp_path: Path) -> None:
+    # Another one's rows replaced every stored one without a word (trial).
+    path = tmp_path / "seen.simdedup"
+    docs = lambda texts: [Document(t, t, b"") for t in texts]  # noqa: E731
+    with IndexSession(path, Settings(), run_name="n1") as session:
+        dd = VerifyingDeduplicator()
+        session.preload(dd)
+        dd.process(docs(["a b c d", "e f g h"]))
+        session.save(dd)
+    with IndexSession(path, Settings(), run_name="n2") as session:
+        dd = VerifyingDeduplicator()
+        session.preload(dd)
+        for other in (["p1 x y z", "p2 q r s", "p3 u v w"], ["p1 x y z"]):
+            another = VerifyingDeduplicator()
+            another.process(docs(other))
+            with pytest.raises(ValueError, match="preload\\(\\) filled \\(or a copy of it\\), not another"):
+                session.save(another)
+        copied = pickle.loads(pickle.dumps(dd))  # sent to a worker and back
+        copied.process(docs(["i j k l"]))
+        assert len(session.save(copied)) == 3
+    stored = read_index(path).ids()
+    assert [stored[row] for row in range(len(stored))] == ["a b c d", "e f g h", "i j k l"]
+
+
 def test_an_index_refuses_a_deduplicator_of_another_feature_hash(tmp_path: Path) -> None:
     # It recorded "xxh3_64" for fingerprints of the caller's hashfunc, and a later run
     # with the default hash took them for its own (library trial).
@@ -205,3 +248,47 @@ def test_an_index_refuses_a_deduplicator_of_another_feature_hash(tmp_path: Path)
     with pytest.raises(IndexSettingsError, match="hashfunc"):
         read_index(path).load_into(Deduplicator(Settings(), hashfunc=md5))
     read_index(path).load_into(Deduplicator(Settings(), hashfunc=FeatureHasher(64)))  # the default: taken
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "said"),
+    [  # each once raised late, or something else than what was wrong (trial)
+        (
+            lambda: fingerprint_texts(["a"], {"bits": 64}),
+            TypeError,
+            "settings are a simdedup.Settings, not dict",
+        ),
+        (lambda: Deduplicator({"bits": 64}), TypeError, "settings are a simdedup.Settings, not dict"),
+        (lambda: dedup([], 3), TypeError, "settings are a simdedup.Settings, not int"),
+        (
+            lambda: dedup([], hashfunc=5),
+            TypeError,
+            "hashfunc is a function of a feature (str) to an int, not 5",
+        ),
+        (lambda: Settings(seed=-1), ValueError, "--seed must be 0 .. 2 ** 64 - 1, not -1"),
+        (lambda: Settings(seed=2**64), ValueError, "--seed must be 0 .. 2 ** 64 - 1"),
+        (
+            lambda: next(fingerprint_batches([], Settings(), piece=0)),
+            ValueError,
+            "piece is a number of documents",
+        ),
+        (lambda: ReadOptions(glob="*.md"), TypeError, "glob is a tuple of patterns (str), not '*.md'"),
+        (lambda: ReadOptions(exclude="a.txt"), TypeError, "exclude is a tuple of patterns (str)"),
+        (lambda: ReadOptions(max_doc_size=-1), ValueError, "max_doc_size is a number of bytes, 1 or more"),
+    ],
+)
+def test_bad_library_arguments_are_refused_at_once_by_name(call, error, said) -> None:
+    with pytest.raises(error, match=re.escape(said)):
+        call()
+
+
+def test_near_pairs_takes_any_iterable_numpy_distances_and_fingerprint_arrays() -> None:
+    fps = [1, 3, 7, None, 2**64 - 1]
+    expected = [(0, 1, 1), (0, 2, 2), (1, 2, 1)]
+    assert near_pairs(fp for fp in fps) == expected
+    assert near_pairs(fps, distance=np.int64(4)) == expected
+    assert near_pairs(np.array([1, 3, 7], np.uint64)) == expected
+    wide = BlockIndex(128, 4)
+    wide.add_many(np.array([[0, 1], [0, 3], [2**20 - 1, 0]], np.uint64))
+    assert near_pairs(wide.fingerprint_array(), bits=128) == [(0, 1, 1)]
+    assert ReadOptions(glob=["*.md"]).glob == ("*.md",)
