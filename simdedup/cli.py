@@ -407,9 +407,12 @@ class Messages:
 
 #: Control characters (C0, DEL, C1) as `ls -b` writes them: a file name's newline would
 #: split a line, its ESC sequences would drive the terminal (clear it, set its title).
+#: Also the line and paragraph separators, and the marks and overrides that reorder
+#: the text after them (a name with U+202E shows its end reversed).
 _CONTROL_ESCAPES = {
     **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))},
     **{ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"},
+    **{c: f"\\u{c:04x}" for c in (0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))},
 }
 
 
@@ -1284,8 +1287,10 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
             table.add_column(column, overflow="fold")
         for row in groups.rows(kept_ids, kept_fps, bits, runs):
             style = bold if row["status"] == "kept" else None
-            # Text: an id is shown as it is, never read as rich's markup ("[/x]" raised) or emoji
-            table.add_row(*(Text(_one_line(str(row[c]))) for c in columns), style=style)
+            # Text: an id is shown as it is, never read as rich's markup ("[/x]" raised) or
+            # emoji; its backslashes doubled, as TSV has them: a name holding a newline and
+            # one holding a backslash and an n were both shown as `a\\nb` (a trial).
+            table.add_row(*(Text(_one_line(str(row[c]).replace("\\", "\\\\"))) for c in columns), style=style)
         console = Console(no_color=plain or None)
         with console.capture() as captured:  # rendered for this terminal, colours and width
             console.print(table)

@@ -395,7 +395,17 @@ def test_ids_and_names_are_shown_as_they_are_and_cannot_drive_the_terminal(tmp_p
     # saved); "[red]", ":smile:", CR and ESC sequences were rendered, not shown.
     folder = tmp_path / "crawl"
     folder.mkdir()
-    names = ["[red]z.txt", "d[/x].txt", ":smile:.txt", "c\x1b[2Jr\rx.txt"]
+    # Another: a newline and a backslash and an n were shown alike, and U+202E reversed
+    # what came after it.
+    names = [
+        "[red]z.txt",
+        "d[/x].txt",
+        ":smile:.txt",
+        "c\x1b[2Jr\rx.txt",
+        "a\nb.txt",
+        "a\\nb.txt",
+        "e\u202ef.txt",
+    ]
     (folder / "d[").mkdir()
     for name in names:
         (folder / name).write_text(LINE)
@@ -404,9 +414,16 @@ def test_ids_and_names_are_shown_as_they_are_and_cannot_drive_the_terminal(tmp_p
     result = run("scan", str(folder), "--format", "table", "--index", str(seen), env={"COLUMNS": "200"})
     assert result.exit_code == 0 and seen.exists()
     shown = [line.split()[2] for line in result.stdout.splitlines()[1:]]
-    assert sorted(shown) == sorted(
-        f"{folder}/{n}" for n in ("[red]z.txt", "d[/x].txt", ":smile:.txt", "c\\x1b[2Jr\\rx.txt")
+    shown_as = (
+        "[red]z.txt",
+        "d[/x].txt",
+        ":smile:.txt",
+        "c\\x1b[2Jr\\rx.txt",
+        "a\\nb.txt",
+        "a\\\\nb.txt",
+        "e\\u202ef.txt",
     )
+    assert sorted(shown) == sorted(f"{folder}/{n}" for n in shown_as)
     assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stderr
     assert "x\\x1b]0;title\\x07.bin: warning: binary file" in result.stderr
     # The errors name paths so too: a newline in a name does not split the message.
