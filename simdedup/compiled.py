@@ -277,9 +277,11 @@ def _within(words, value, n, k, at, rule):  # type: ignore[no-untyped-def]
             found += 1
             hits &= hits - _ONE
         j += 64
-    while j < n:  # the last places, without a branch
-        at[found] = j
-        found += _near_here(words[j] ^ value, k, rule)
+    while j < n:  # the last places (all of a small bucket's), most of them far
+        x = words[j] ^ value
+        if _popcount(x) <= k and _near_here(x, k, rule):
+            at[found] = j
+            found += 1
         j += 1
     return found
 
