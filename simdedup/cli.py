@@ -539,17 +539,9 @@ def fingerprint_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def _named(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise click.BadParameter("an empty name (leave the option out for the start time)")
-    if value is not None and not _is_utf8(value):  # bytes that are not UTF-8 in argv
+    if value is not None and printable(value) != value:  # bytes that are not UTF-8 in argv
         raise click.BadParameter(f"'{printable(value)}' is not UTF-8 text, which the index stores")
     return value
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _index_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

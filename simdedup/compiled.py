@@ -302,9 +302,9 @@ def _hits64(words, start, value, k, rule):  # type: ignore[no-untyped-def]
 def _near_here(x, k, rule):  # type: ignore[no-untyped-def]
     # Whether two fingerprints whose XOR is x are within k and a table whose rule
     # (index.Layout.first_table_rules) is `rule` is the first keyed on blocks they agree
-    # on: zero on its key, and no block below its last zero but its key's (y's blocks
-    # outside `earlier` are all ones; one of the rest is zero exactly where subtracting
-    # each one's lowest bit borrows into its highest).
+    # on: x is zero on the table's key, and on none of the blocks of `earlier`. For
+    # those, y is x with every other bit set, and (y - low) & ~y & high, the classic
+    # test for a zero byte made for these blocks, is non-zero exactly when one is zero.
     y = x | ~rule[1]
     return (_popcount(x) <= k) & ((x & rule[0]) == 0) & (((y - rule[2]) & ~y & rule[3]) == 0)
 

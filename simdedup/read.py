@@ -329,13 +329,17 @@ class Codec:
         if self.module == "gzip" and "w" in mode and not isinstance(file, str):
             # No time and no name in the header: the same output, the same bytes.
             return gzip.GzipFile(filename="", mode=mode, fileobj=file, mtime=0)
-        if self.module == "zstd":
-            try:
-                from compression import zstd  # type: ignore[import-not-found]  # Python 3.14
-            except ImportError:
-                from backports import zstd  # type: ignore[no-redef]
-            return zstd.open(file, mode)  # type: ignore[no-any-return]
-        return importlib.import_module(self.module).open(file, mode)  # type: ignore[no-any-return]
+        module = _zstd() if self.module == "zstd" else importlib.import_module(self.module)
+        return module.open(file, mode)  # type: ignore[no-any-return]
+
+
+def _zstd() -> Any:
+    """The zstd module: the standard library's from Python 3.14, else backports.zstd."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found]
+    except ImportError:
+        from backports import zstd  # type: ignore[no-redef]
+    return zstd
 
 
 CODECS = (
@@ -345,8 +349,6 @@ CODECS = (
     # bzip2: "BZh", the block size, then a block's magic (pi) or the end's (sqrt(pi))
     Codec(".bz2", "bzip2", "bzcat", re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)"), "bz2"),
 )
-#: The endings of compressed files, as str.endswith takes them.
-COMPRESSED_SUFFIXES = tuple(codec.suffix for codec in CODECS)
 
 
 def codec_for(path: str) -> Codec | None:
@@ -360,27 +362,22 @@ def plain_name(path: str) -> str:
     return path[: -len(codec.suffix)] if codec else path
 
 
-def _cut_short() -> tuple[type[BaseException], ...]:
-    """What a damaged stream of each format raises, besides OSError and EOFError (a
-    stream cut short): zlib.error (a corrupt deflate block), lzma.LZMAError, ZstdError."""
+def _damaged_stream_errors() -> tuple[type[BaseException], ...]:
+    """What a damaged stream of each format raises, besides OSError (gzip's and bz2's)
+    and EOFError (a stream cut short): zlib.error, lzma.LZMAError, ZstdError."""
     found: list[type[BaseException]] = [zlib.error]
     with contextlib.suppress(ImportError):
         import lzma
 
         found.append(lzma.LZMAError)
-    try:
-        from compression.zstd import ZstdError  # type: ignore[import-not-found]
-    except ImportError:
-        with contextlib.suppress(ImportError):
-            from backports.zstd import ZstdError  # type: ignore[no-redef]
-    with contextlib.suppress(NameError):
-        found.append(ZstdError)
+    with contextlib.suppress(ImportError):
+        found.append(_zstd().ZstdError)
     return tuple(found)
 
 
 #: What reading a file can raise for a problem of that file (a missing module too: a
 #: Python built without lzma).
-READ_ERRORS = (OSError, EOFError, ImportError, *_cut_short())
+READ_ERRORS = (OSError, EOFError, ImportError, *_damaged_stream_errors())
 
 
 def read_error(e: BaseException, path: str) -> str:
