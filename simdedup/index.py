@@ -176,7 +176,7 @@ class Layout:
     @functools.cached_property
     def first_table_rules(self) -> np.ndarray:
         """first_tables as four 64-bit masks a table (uint64, shape (tables, 4)), for
-        compiled loops that test it 64 candidates at a time (compiled._first_here):
+        compiled loops that test it 64 candidates at a time (compiled._near_here):
         table t is the first whose key two 64-bit fingerprints with XOR x agree on when
         x is zero on its key's blocks (`key`) and non-zero on each block below its last
         that is not in its key (`earlier`; `low`, `high`: their lowest and highest
