@@ -5,6 +5,7 @@ changing a byte."""
 from __future__ import annotations
 
 import string
+import subprocess
 import sys
 from pathlib import Path
 from unittest import mock
@@ -100,6 +101,22 @@ def test_an_input_of_known_size_loads_the_core_before_the_workers_fork() -> None
         assert "simdedup.compiled_text" not in sys.modules
         load_compiled_for(COMPILED_BYTES, Settings(), sketches=True)
         assert "simdedup.compiled_text" in sys.modules
+
+
+@pytest.mark.parametrize("command", [True, False])
+def test_the_command_loads_the_core_without_looking_for_a_blas(command: bool) -> None:
+    # Where scipy is installed, numba's first compiled call imports scipy.linalg to look for
+    # a BLAS (~0.15 s of CPU). The command's process (simdedup.__main__) says there is none;
+    # a library user's is left alone. Fresh processes: numba is loaded once a process.
+    pytest.importorskip("scipy")
+    code = (
+        f"import sys{', simdedup.__main__' if command else ''}\n"
+        "from simdedup.compiled_text import load\n"
+        "load()\n"
+        "print('scipy.linalg' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == f"{not command}\n"
 
 
 def test_a_process_switches_after_its_first_documents_or_once_numba_runs() -> None:
