@@ -129,7 +129,7 @@ class ReadOptions:
             raise ValueError(f"max_doc_size is a number of bytes, 1 or more, not {size!r}")
 
     def is_jsonl(self, path: str) -> bool:
-        return self.jsonl or plain_name(path).endswith(".jsonl")
+        return self.jsonl or plain_name(path).lower().endswith(".jsonl")
 
 
 class Lines:
@@ -352,8 +352,9 @@ CODECS = (
 
 
 def codec_for(path: str) -> Codec | None:
-    """The compressed format a file's name ends with, or None."""
-    return next((codec for codec in CODECS if path.endswith(codec.suffix)), None)
+    """The compressed format a file's name ends with, in either case ("A.GZ"), or None."""
+    name = path.lower()
+    return next((codec for codec in CODECS if name.endswith(codec.suffix)), None)
 
 
 def plain_name(path: str) -> str:

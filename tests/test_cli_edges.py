@@ -583,13 +583,18 @@ def test_compressed_files_are_read_and_written_by_their_names(
     records = "".join(json.dumps({"id": f"r{i}", "text": f"{OTHER} {i % 3}"}) + "\n" for i in range(9))
     for name, text in [("crawl.txt", lines), ("crawl.jsonl", records)]:
         (tmp_path / name).write_text(text)
-        packed = tmp_path / f"{name}{suffix}"
-        packed.write_bytes(compress(text.encode()))
         plain = run("filter", str(tmp_path / name), "-j", jobs, "--duplicates", str(tmp_path / "d.tsv"))
-        read = run("filter", str(packed), "-j", jobs, "--duplicates", str(tmp_path / f"d.tsv{suffix}"))
-        assert (read.exit_code, read.stdout) == (0, plain.stdout), read.stderr
-        written = (tmp_path / "d.tsv").read_text().replace(name, f"{name}{suffix}")
-        assert _decompressed(tmp_path / f"d.tsv{suffix}", suffix) == written.encode()  # JSONL: ids r1, ...
+        # Suffixes in either case: CRAWL.JSONL.GZ was refused as "not read as text: name
+        # it FILE.gz", and DATA.JSONL read as lines (a trial).
+        for packed, out in [
+            (f"{name}{suffix}", f"d.tsv{suffix}"),
+            (f"{name}{suffix}".upper(), f"D.TSV{suffix.upper()}"),
+        ]:
+            (tmp_path / packed).write_bytes(compress(text.encode()))
+            read = run("filter", str(tmp_path / packed), "-j", jobs, "--duplicates", str(tmp_path / out))
+            assert (read.exit_code, read.stdout) == (0, plain.stdout), read.stderr
+            written = (tmp_path / "d.tsv").read_text().replace(name, packed)
+            assert _decompressed(tmp_path / out, suffix) == written.encode()  # JSONL: ids r1, ...
     if suffix == ".gz":  # neither a time nor a name in the header: stable bytes night to night (trial)
         assert (tmp_path / "d.tsv.gz").read_bytes()[3:8] == bytes(5)
 
