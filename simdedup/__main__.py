@@ -17,7 +17,10 @@ import sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.modules.setdefault("scipy.linalg.cython_blas", None)  # type: ignore[arg-type]
 
-from .cli import main  # noqa: E402  (after the environment is set)
+try:
+    from .cli import main  # noqa: E402  (after the environment is set)
+except KeyboardInterrupt:  # Ctrl-C while the modules load: no traceback, the status of an interrupt
+    sys.exit(130)
 
 if __name__ == "__main__":
     main(prog_name="simdedup")

@@ -124,6 +124,23 @@ def test_calibrate_names_a_missing_file_without_a_traceback(tmp_path: Path) -> N
 # ---------------------------------------------------------------- SIGTERM
 
 
+def test_ctrl_c_while_the_modules_load_exits_130_without_a_traceback() -> None:
+    # The first 0.05-0.25 s of a run printed numpy's or re's import frames (a trial). The
+    # interrupt is raised here where the command's modules load, as Ctrl-C would be.
+    code = (
+        "import sys, runpy\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'simdedup.cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "sys.argv = ['simdedup', '--version']\n"
+        "runpy.run_module('simdedup', run_name='__main__')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "")
+
+
 def _sigint_ignored() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a script's background job (`cmd &`) has it
 
