@@ -267,9 +267,13 @@ def _documents(
     streams = _streams(stdin)
     seen: set[tuple[int, int]] = set()  # the directories read
     files: set[tuple[int, int]] = set()  # the files named
+    stdin_read = False
     said = False  # that a directory's JSONL files are documents, not records: once a run
     for path in paths:
-        if is_stream(path):
+        if path == STDIN and stdin_read:  # at its end: read again, it would give nothing
+            on_problem(_revisited(path))
+        elif is_stream(path):
+            stdin_read = stdin_read or path == STDIN
             try:
                 lines = streams.lines(path)
             except OSError as e:
@@ -554,8 +558,13 @@ def read_chunks(
     size = size or CHUNK_BYTES
     streams = _streams(stdin)
     files: set[tuple[int, int]] = set()  # the files read
+    stdin_read = False
     for path in paths:
+        if path == STDIN and stdin_read:  # at its end: read again, it would give nothing
+            yield _revisited(path)
+            continue
         if is_stream(path):
+            stdin_read = stdin_read or path == STDIN
             try:
                 lines = streams.lines(path)
             except OSError as e:

@@ -1046,6 +1046,22 @@ def test_a_file_named_twice_is_read_once(tmp_path: Path, jobs: str) -> None:
             assert f"{path}: warning: already read (given twice, or through a link); skipped" in result.stderr
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_stdin_named_twice_is_read_once_and_said_so(tmp_path: Path, jobs: str) -> None:
+    # The second "-" read nothing, without a word, where a file named twice is warned of.
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.txt").write_text(f"{OTHER}\n")
+    for command in ("scan", "fingerprint"):
+        for paths in (["-", "-"], ["-", str(folder), "-"]):
+            result = run(command, *paths, "-j", jobs, input=f"{LINE}\n{LINE} too\n")
+            assert result.exit_code == 0, result.stderr
+            said = "-: warning: already read (given twice, or through a link); skipped"
+            assert result.stderr.count(said) == 1, result.stderr
+            if command == "scan":
+                assert ", 1 skipped, " in result.stderr, result.stderr
+
+
 @linux_only
 def test_a_link_to_a_pipe_or_a_device_is_not_a_broken_link(tmp_path: Path) -> None:
     folder = tmp_path / "lk"
