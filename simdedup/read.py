@@ -268,6 +268,8 @@ def _documents(
     seen: set[tuple[int, int]] = set()  # the directories read
     files: set[tuple[int, int]] = set()  # the files named
     stdin_read = False
+    # A file given by name and also in a folder given is read once, where it comes first.
+    named = _named_files(paths) if any(os.path.isdir(path) for path in paths) else frozenset()
     said = False  # that a directory's JSONL files are documents, not records: once a run
     for path in paths:
         if path == STDIN and stdin_read:  # at its end: read again, it would give nothing
@@ -284,7 +286,7 @@ def _documents(
             finally:
                 streams.close(lines)
         elif os.path.isdir(path):
-            for doc in _read_tree(path, options, on_problem, seen):
+            for doc in _read_tree(path, options, on_problem, seen, (named, files)):
                 if not said and options.is_jsonl(doc.id):
                     said = True
                     on_problem(_jsonl_member(doc.id))
@@ -297,18 +299,34 @@ def _documents(
             yield from _read_file(path, options, on_problem)
 
 
-def _read_before(path: str, files: set[tuple[int, int]]) -> bool:
+def _read_before(
+    path: str, files: set[tuple[int, int]], among: frozenset[tuple[int, int]] | None = None
+) -> bool:
     """Whether the file at `path` was given before under this name or another (a link,
-    `./a.txt`): read twice, each of its lines was its own duplicate. Adds it to `files`."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False  # unreadable: reading it says so
-    key = (st.st_dev, st.st_ino)
+    `./a.txt`, a folder's member): read twice, each of its lines was its own duplicate.
+    Adds it to `files`. With `among`, only a file among those counts (a folder's member
+    that is also named on its own; the others are not looked up)."""
+    key = _file_key(path)
+    if key is None or (among is not None and key not in among):
+        return False
     if key in files:
         return True
     files.add(key)
     return False
+
+
+def _file_key(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # unreadable: reading it says so
+    return (st.st_dev, st.st_ino)
+
+
+def _named_files(paths: list[str]) -> frozenset[tuple[int, int]]:
+    """The files among `paths` given by name (not folders, not streams), by (st_dev, st_ino)."""
+    keys = (_file_key(path) for path in paths if not is_stream(path) and os.path.isfile(path))
+    return frozenset(key for key in keys if key is not None)
 
 
 def _revisited(path: str) -> Problem:
@@ -916,10 +934,19 @@ def _features(value: object) -> dict[str, float] | str:
 
 
 def _read_tree(
-    top: str, options: ReadOptions, on_problem: OnProblem, seen: set[tuple[int, int]] | None = None
+    top: str,
+    options: ReadOptions,
+    on_problem: OnProblem,
+    seen: set[tuple[int, int]] | None = None,
+    named: tuple[frozenset[tuple[int, int]], set[tuple[int, int]]] | None = None,
 ) -> Iterator[Document]:
-    """Each regular file below `top` is one document, in sorted path order."""
+    """Each regular file below `top` is one document, in sorted path order. `named`:
+    the files given by name in the run, and those read so far (_read_before): a member
+    that is one of them is read once, where it comes first."""
     for path in _walk(top, options, on_problem, seen):
+        if named and named[0] and _read_before(path, named[1], among=named[0]):
+            on_problem(_revisited(path))
+            continue
         doc = _read_member(path, options, on_problem)
         if doc is not None:
             yield doc

@@ -1046,6 +1046,25 @@ def test_a_file_named_twice_is_read_once(tmp_path: Path, jobs: str) -> None:
             assert f"{path}: warning: already read (given twice, or through a link); skipped" in result.stderr
 
 
+def test_a_file_named_and_in_a_folder_given_is_read_once_where_it_comes_first(tmp_path: Path) -> None:
+    # Read twice, a one-line file was reported as a duplicate of itself (Known limits).
+    folder = tmp_path / "folder"
+    (folder / "sub").mkdir(parents=True)
+    named = folder / "sub" / "a.txt"
+    named.write_text(f"{LINE}\n{OTHER}\n")
+    (folder / "b.txt").write_text("words of another file entirely\n")
+    (folder / "link.txt").symlink_to(named)
+    for paths, ids, again in [
+        ([named, folder], [f"{named}:1", f"{named}:2", str(folder / "b.txt")], ["link.txt", "sub/a.txt"]),
+        ([folder, named], [str(folder / "b.txt"), str(folder / "link.txt")], ["sub/a.txt", named]),
+    ]:
+        result = run("scan", *map(str, paths), "--report", "-")
+        assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == ids, result.stderr
+        for path in again:
+            said = f"{folder / path}: warning: already read (given twice, or through a link); skipped"
+            assert said in result.stderr
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_stdin_named_twice_is_read_once_and_said_so(tmp_path: Path, jobs: str) -> None:
     # The second "-" read nothing, without a word, where a file named twice is warned of.
