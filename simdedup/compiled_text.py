@@ -226,10 +226,19 @@ def ascii_batch(
     False). Sketches: (len(texts), sketch_bins * sketch_bits / 8) uint8 where sketch_bins
     > 0, else none. done[i] is False for a text the numpy path must do instead (a word
     longer than xxh3.VECTORIZED_MAX bytes); its other results are meaningless."""
-    n = len(texts)
-    buf = np.frombuffer(" ".join(texts).encode("ascii").lower(), np.uint8)
-    lengths = np.fromiter(map(len, texts), np.int64, n)
+    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
     starts = np.cumsum(lengths + 1) - lengths - 1
+    data = " ".join(texts).encode("ascii")
+    return ascii_spans(data, starts, starts + lengths, heads, sketch_bins, sketch_bits)
+
+
+def ascii_spans(
+    data: bytes, starts: np.ndarray, ends: np.ndarray, heads: bool, sketch_bins: int = 0, sketch_bits: int = 2
+) -> tuple[list[int | None], list[int | None], np.ndarray, np.ndarray]:
+    """ascii_batch of the texts data[starts[i]:ends[i]] (ASCII bytes, int64 bounds),
+    read where they are: the lines of a chunk of a file (read.AsciiLines)."""
+    n = len(starts)
+    buf = np.frombuffer(data.lower(), np.uint8)
     fps, head_fps = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
     found, has_head, done = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
     width = sketch_bins * sketch_bits // 8
@@ -237,8 +246,8 @@ def ascii_batch(
     log2_bins = max(sketch_bins.bit_length() - 1, 0)
     ascii_documents(
         buf,
-        starts,
-        starts + lengths,
+        np.ascontiguousarray(starts, np.int64),  # the types warm() compiled for
+        np.ascontiguousarray(ends, np.int64),
         heads,
         log2_bins,
         sketch_bits,

@@ -28,6 +28,7 @@ from .features import (
     weigh,
     words,
 )
+from .read import AsciiLines
 from .settings import HEAD_TOKENS, Settings
 from .xxh3 import hash_spans
 
@@ -278,13 +279,19 @@ def compiled_core(
     same results as the numpy path."""
     if not _occurrence_path(settings, hashfunc):
         return None
-    ascii_rows = [i for i, t in enumerate(texts) if t.isascii()]
-    if not ascii_rows:
-        return None
-    from .compiled_text import ascii_batch
+    from .compiled_text import ascii_batch, ascii_spans
 
-    part = texts if len(ascii_rows) == len(texts) else [texts[i] for i in ascii_rows]
-    fps, head_fps, sketches, done = ascii_batch(part, heads, sketch_bins, sketch_bits)
+    if isinstance(texts, AsciiLines):  # read where they are
+        ascii_rows: list[int] = list(range(len(texts)))
+        fps, head_fps, sketches, done = ascii_spans(
+            texts.data, texts.starts, texts.ends, heads, sketch_bins, sketch_bits
+        )
+    else:
+        ascii_rows = [i for i, t in enumerate(texts) if t.isascii()]
+        if not ascii_rows:
+            return None
+        part = texts if len(ascii_rows) == len(texts) else [texts[i] for i in ascii_rows]
+        fps, head_fps, sketches, done = ascii_batch(part, heads, sketch_bins, sketch_bits)
     if done.all():
         return ascii_rows, fps, head_fps, sketches
     kept = np.flatnonzero(done).tolist()
@@ -318,9 +325,13 @@ class CompiledAfter:
         self.left = COMPILED_DOCS if sketches else COMPILED_FINGERPRINT_DOCS
 
     def __call__(self, batch: int) -> bool:
-        ready = self.left <= 0 or not _NUMBA_LOADERS.isdisjoint(sys.modules)
+        ready = self.now()
         self.left -= batch
         return ready
+
+    def now(self) -> bool:
+        """Whether the next batch goes through the core, without counting one."""
+        return self.left <= 0 or not _NUMBA_LOADERS.isdisjoint(sys.modules)
 
 
 #: The modules that run numba as soon as they are imported.
@@ -570,12 +581,20 @@ def format_fingerprint(fp: int, bits: int = 64) -> str:
     return f"{fp:0{bits // 4}x}"
 
 
+def text_rows(work: Sequence[str | Features]) -> Sequence[int]:
+    """The positions of a batch's texts (not its features): all of AsciiLines', whose
+    lines are not decoded to tell."""
+    if isinstance(work, AsciiLines):
+        return range(len(work))
+    return [i for i, w in enumerate(work) if isinstance(w, str)]
+
+
 def fingerprint_work(
     work: Sequence[str | Features], settings: Settings, hasher: HashFunc, compiled: bool = False
 ) -> list[int | None]:
     """Fingerprints of a batch of texts (through text_batch_fingerprints, `compiled` as
     there) or ready features (through fingerprint_batch), in order; None for empty ones."""
-    texts = [i for i, w in enumerate(work) if isinstance(w, str)]
+    texts = text_rows(work)
     if len(texts) == len(work):
         return text_batch_fingerprints(work, settings, hasher, compiled)  # type: ignore[arg-type]
     fps: list[int | None] = [None] * len(work)

@@ -46,7 +46,7 @@ from .fingerprint import (
     compiled_serves,
     fingerprint_work,
 )
-from .read import Chunk, Document, Problem, ReadOptions, read_chunk
+from .read import Chunk, Document, Problem, ReadOptions, ascii_lines, read_chunk
 from .settings import Settings
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
@@ -73,7 +73,7 @@ DRAIN_SECONDS = 10.0
 ChunkTask = Callable[["Chunk | Problem"], "tuple[list[Problem], list[Document], Result | None]"]
 
 #: What a worker needs of a document: its text, or the features it came with.
-Work = list[str | dict[str, float]]
+Work = Sequence[str | dict[str, float]]
 #: What a worker makes of a batch: fingerprints, and with sketches=True the (n, bytes)
 #: uint8 sketches of the texts too (zeros for documents given as features) and their
 #: head fingerprints (sketch.fingerprints_and_sketches).
@@ -287,6 +287,10 @@ def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool, ra
     def task(item: Chunk | Problem) -> tuple[list[Problem], list[Document], Result | None]:
         if isinstance(item, Problem):
             return [item], [], None
+        # Plain ASCII lines go to the compiled core in the chunk's bytes, never decoded.
+        if compiled.now() and (plain := ascii_lines(item, read_options, raw)) is not None:
+            docs, texts = plain
+            return [], docs, batch_results(texts, settings, hasher, sketches, compiled(len(docs)))
         found: list[Problem] = []
         docs = list(read_chunk(item, read_options, found.append))
         result = batch_results(_work(docs), settings, hasher, sketches, compiled(len(docs))) if docs else None

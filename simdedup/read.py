@@ -26,7 +26,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, overload
 
 import numpy as np
 
@@ -705,6 +705,58 @@ def read_chunk(chunk: Chunk, options: ReadOptions, on_problem: OnProblem) -> Ite
     if not lines[-1]:
         lines.pop()  # after the last newline
     return _read_stream(lines, chunk.name, options, on_problem, chunk.first)
+
+
+class AsciiLines(Sequence[str]):
+    """The texts of a Chunk's lines of plain ASCII, left in its bytes: the compiled core
+    reads them there (fingerprint.compiled_core); to anything else, a sequence of str,
+    each decoded when it is asked for. Slices are AsciiLines too."""
+
+    __slots__ = ("data", "starts", "ends")
+
+    def __init__(self, data: bytes, starts: np.ndarray, ends: np.ndarray) -> None:
+        self.data, self.starts, self.ends = data, starts, ends  # line i: data[starts[i]:ends[i]]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __iter__(self) -> Iterator[str]:
+        data = self.data
+        return (data[a:b].decode("ascii") for a, b in zip(self.starts.tolist(), self.ends.tolist()))
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> AsciiLines: ...
+    def __getitem__(self, i: int | slice) -> str | AsciiLines:
+        if isinstance(i, slice):
+            return AsciiLines(self.data, self.starts[i], self.ends[i])
+        return self.data[self.starts[i] : self.ends[i]].decode("ascii")
+
+
+def ascii_lines(chunk: Chunk, options: ReadOptions, raw: bool) -> tuple[list[Document], AsciiLines] | None:
+    """read_chunk's Documents of a Chunk without their texts (and with raw=False without
+    their input form), and the texts as AsciiLines, where its lines are plain: ASCII,
+    not JSONL, no CR, none over max_doc_size, and not a file's first lines (the first
+    is checked for other formats and a byte-order mark), so that reading them has
+    nothing to report. None for any other Chunk, which read_chunk reads."""
+    data = chunk.data
+    if chunk.first == 1 or not data or not data.isascii() or b"\r" in data or options.is_jsonl(chunk.name):
+        return None
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
+    if not data.endswith(b"\n"):
+        ends = np.append(ends, len(data))
+    starts = np.zeros(len(ends), np.int64)
+    starts[1:] = ends[:-1] + 1
+    if int((ends - starts).max()) > options.max_doc_size:
+        return None
+    shown, first = printable(chunk.name), chunk.first
+    numbers = range(first, first + len(ends))
+    if raw:
+        docs = [Document(f"{shown}:{n}", "", line) for n, line in zip(numbers, data.split(b"\n"))]
+    else:
+        docs = [Document(f"{shown}:{n}", "", b"") for n in numbers]
+    return docs, AsciiLines(data, starts, ends)
 
 
 def _replaced(

@@ -37,6 +37,7 @@ from .fingerprint import (
     normalized_batch_fingerprints,
     other_rows,
     placed,
+    text_rows,
     word_hashes,
 )
 from .settings import Settings
@@ -164,7 +165,7 @@ def fingerprints_and_sketches(
             np.concatenate([sketches for _, sketches, _ in parts]),
             [head for _, _, heads in parts for head in heads],
         )
-    texts = [i for i, w in enumerate(work) if isinstance(w, str)]
+    texts = text_rows(work)
     core = None
     if compiled and len(texts) == len(work):
         core = compiled_core(work, settings, hashfunc, True, SKETCH.bins, SKETCH.bits)  # type: ignore[arg-type]

@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 from simdedup import Document, Settings, dedup, fingerprint_texts
 from simdedup import cli as cli_module
 from simdedup import fingerprint as fingerprint_module
+from simdedup import parallel as parallel_module
 from simdedup import read as read_module
 from simdedup import sketch as sketch_module
 from simdedup.cli import main
 from simdedup.compiled_text import ascii_batch
 from simdedup.fingerprint import CompiledAfter, FeatureHasher, text_batch_fingerprints
-from simdedup.parallel import COMPILED_BYTES, COMPILED_FINGERPRINT_BYTES, load_compiled_for
+from simdedup.parallel import COMPILED_BYTES, COMPILED_FINGERPRINT_BYTES, chunk_task, load_compiled_for
 from simdedup.sketch import OnePermutation, fingerprints_and_sketches, shingle_hashes
 from simdedup.xxh3 import VECTORIZED_MAX
 
@@ -72,6 +73,57 @@ def test_compiled_sketches_of_other_codes_are_the_numpy_ones(texts: list[str], b
     _, _, sketches, done = ascii_batch(texts, heads=False, sketch_bins=sketcher.bins, sketch_bits=bits)
     expected = sketcher.sketch(*shingle_hashes(texts))
     assert np.array_equal(sketches[done], expected[done])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=_TEXTS,
+    end=st.sampled_from(["", "\n", "\r\n"]),
+    first=st.sampled_from([1, 7]),
+    raw=st.booleans(),
+    sketches=st.booleans(),
+    longest=st.sampled_from([read_module.MAX_DOC_SIZE, 40]),
+)
+def test_a_chunk_of_plain_ascii_lines_gives_what_reading_it_line_by_line_gives(
+    texts: list[str], end: str, first: int, raw: bool, sketches: bool, longest: int
+) -> None:
+    # The chunk's bytes go to the core without being decoded (read.ascii_lines); the
+    # documents, problems and results are read_chunk's and the numpy path's.
+    chunk = read_module.Chunk("in.txt", first, ("\n".join(texts) + end).encode())
+    options = read_module.ReadOptions(max_doc_size=longest)
+    got = chunk_task(Settings(), options, sketches, raw)(chunk)
+    with mock.patch.object(parallel_module, "ascii_lines", lambda *_: None):
+        expected = chunk_task(Settings(), options, sketches, raw)(chunk)
+    assert got[:2] == expected[:2]
+    if expected[2] is None:  # no lines
+        assert got[2] is None
+    elif sketches:
+        assert got[2][0] == expected[2][0] and got[2][2] == expected[2][2]
+        assert np.array_equal(got[2][1], expected[2][1])
+    else:
+        assert got[2] == expected[2]
+
+
+def test_plain_ascii_lines_are_the_chunks_left_in_their_bytes() -> None:
+    options = read_module.ReadOptions(max_doc_size=20)
+    docs, lines = read_module.ascii_lines(read_module.Chunk("a.txt", 5, b"One two\n\nthree"), options, True)
+    assert docs == [
+        Document("a.txt:5", "", b"One two"),
+        Document("a.txt:6", "", b""),
+        Document("a.txt:7", "", b"three"),
+    ]
+    assert (list(lines), lines[0], list(lines[1:])) == (["One two", "", "three"], "One two", ["", "three"])
+    assert read_module.ascii_lines(read_module.Chunk("a.txt", 5, b"x\n"), options, False)[0] == [
+        Document("a.txt:5", "", b"")
+    ]
+    for name, first, data in [
+        ("a.txt", 1, b"the first lines of a file\n"),  # checked for other formats
+        ("a.txt", 5, b"caf\xc3\xa9\n"),
+        ("a.txt", 5, b"a line ending in CR LF\r\n"),
+        ("a.jsonl", 5, b'{"text": "a record"}\n'),
+        ("a.txt", 5, b"a line of over twenty bytes\n"),
+    ]:
+        assert read_module.ascii_lines(read_module.Chunk(name, first, data), options, True) is None
 
 
 def test_a_word_longer_than_the_vectorized_hash_is_left_to_the_numpy_path() -> None:
@@ -160,6 +212,7 @@ def test_scan_and_fingerprint_write_the_same_bytes_with_the_core(
             ["scan", str(path), "--format", "tsv"],
             ["scan", str(folder)],
             ["fingerprint", str(path)],
+            ["filter", str(path)],
         ):
             result = CliRunner().invoke(main, [*args, "-j", jobs], catch_exceptions=False)
             assert result.exit_code == 0, result.stderr
