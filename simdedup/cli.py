@@ -336,6 +336,18 @@ def _interrupted() -> ExitStatus:
 # ---------------------------------------------------------------- terminal helpers
 
 
+#: Control characters (C0, DEL, C1) as `ls -b` writes them: a file name's newline would
+#: split a line, its ESC sequences would drive the terminal (clear it, set its title).
+#: Also the line and paragraph separators, and the marks and overrides that reorder
+#: the text after them (a name with U+202E shows its end reversed).
+_REORDERING = (0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_CONTROL_ESCAPES = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))},
+    **{ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"},
+    **{c: f"\\u{c:04x}" for c in _REORDERING},
+}
+
+
 def _color() -> bool | None:
     return False if os.environ.get("NO_COLOR") else None  # None: click decides by isatty
 
@@ -346,13 +358,44 @@ def _echo(text: str) -> None:
     _write_out(f"{text}\n".encode())
 
 
-def _write_out(data: bytes) -> None:
-    """`data` on stdout, 64 KiB at a time: one large write to a pipe whose reader goes
-    (`| head`) is cut short without an error, and the rest dropped."""
-    stream = _binary(sys.stdout)
+def _write_out(data: bytes, inert: bool = True) -> None:
+    """`data` on stdout (_stdout(inert)), 64 KiB at a time: one large write to a pipe
+    whose reader goes (`| head`) is cut short without an error, and the rest dropped."""
+    stream = _stdout(inert)
+    if isinstance(stream, _Inert):  # escaped whole: a piece could end inside a character
+        stream, data = stream.stream, stream.escaped(data)
     for at in range(0, len(data), 1 << 16):
         stream.write(data[at : at + (1 << 16)])
         stream.flush()
+
+
+def _stdout(inert: bool = True) -> IO[bytes]:
+    """The byte stream under stdout; on a terminal, with `inert`, one that escapes the
+    control characters it is given (_Inert): results that hold names and ids."""
+    stream = _binary(sys.stdout)
+    return _Inert(stream) if inert and _isatty(sys.stdout) else stream  # type: ignore[return-value]
+
+
+class _Inert:
+    """stdout on a terminal, where results are read, not kept: the control characters
+    and reordering marks that names and ids hold are escaped as on stderr (`\x1b`,
+    `\u202e`; a crawled id drove the terminal, a trial), tabs and newlines kept, as the
+    rows are laid out with them. Redirected, stdout gets every byte as it is."""
+
+    _ESCAPES = {c: e for c, e in _CONTROL_ESCAPES.items() if c not in (ord("\t"), ord("\n"))}
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+
+    def escaped(self, data: bytes) -> bytes:
+        text = data.decode("utf-8", "surrogateescape")
+        return text.translate(self._ESCAPES).encode("utf-8", "surrogateescape")
+
+    def write(self, data: bytes) -> int:
+        return self.stream.write(self.escaped(data))
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def _binary(stream: IO[str]) -> IO[bytes]:
@@ -403,18 +446,6 @@ class Messages:
     def detail(self, text: str) -> None:
         if self.verbose and not self.quiet:
             self._say(_one_line(text))
-
-
-#: Control characters (C0, DEL, C1) as `ls -b` writes them: a file name's newline would
-#: split a line, its ESC sequences would drive the terminal (clear it, set its title).
-#: Also the line and paragraph separators, and the marks and overrides that reorder
-#: the text after them (a name with U+202E shows its end reversed).
-_REORDERING = (0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-_CONTROL_ESCAPES = {
-    **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))},
-    **{ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"},
-    **{c: f"\\u{c:04x}" for c in _REORDERING},
-}
 
 
 def _one_line(text: str) -> str:
@@ -712,9 +743,9 @@ def _settings(kw: dict[str, Any]) -> Settings:
     )
 
 
-def _read_options(kw: dict[str, Any]) -> ReadOptions:
+def _read_options(kw: dict[str, Any], sources: list[str]) -> ReadOptions:
     id_field = kw.pop("id_field")  # None: not given; '' is a field name, as for --text-field
-    return ReadOptions(
+    options = ReadOptions(
         jsonl=kw.pop("jsonl"),
         text_field=kw.pop("text_field"),
         id_field="id" if id_field is None else id_field,
@@ -724,6 +755,25 @@ def _read_options(kw: dict[str, Any]) -> ReadOptions:
         exclude=kw.pop("exclude"),
         max_doc_size=kw.pop("max_doc_size"),
     )
+    _check_fields(sources, options)
+    return options
+
+
+#: The options that only JSONL records have a use for.
+_RECORD_FIELDS = ("text_field", "id_field", "features_field")
+
+
+def _check_fields(sources: list[str], options: ReadOptions) -> None:
+    """A field option given where no input is read as JSONL records would do nothing:
+    each JSON line would be fingerprinted whole, its markup and id too (a trial)."""
+    ctx = click.get_current_context()
+    given = [name for name in _RECORD_FIELDS if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+    if given and not any(options.is_jsonl(s) and not os.path.isdir(s) for s in sources):
+        option = "--" + given[0].replace("_", "-")
+        raise click.UsageError(
+            f"{option} names a field of JSONL records, and no input is read as JSONL:"
+            " give --jsonl (stdin, and files not named *.jsonl or *.ndjson are read as lines)"
+        )
 
 
 def _sources(paths: tuple[str, ...]) -> list[str]:
@@ -735,6 +785,10 @@ def _sources(paths: tuple[str, ...]) -> list[str]:
 
 
 # ---------------------------------------------------------------- output files
+
+
+#: The outputs that write documents back as they came, not records about them.
+_DOCUMENTS = ("--unique", "filter output")
 
 
 class Outputs(contextlib.ExitStack):
@@ -794,8 +848,8 @@ class Outputs(contextlib.ExitStack):
         if path is None:
             return None
         self._claim(path, what)
-        if _stdout_named(path) == "-":
-            return _binary(sys.stdout)
+        if _stdout_named(path) == "-":  # records shown inert on a terminal; documents as they are
+            return _stdout(inert=what not in _DOCUMENTS)
         target = os.path.realpath(path)
         if replace and not self._replaceable(target):
             replace = False
@@ -1042,7 +1096,8 @@ def _fingerprinted(
     problems = _Problems(messages)
     sources = _sources(paths)
     stdin = Streams(_binary(sys.stdin))
-    return _made(sources, stdin, _read_options(kw), settings, kw["jobs"], sketches, problems), problems
+    options = _read_options(kw, sources)
+    return _made(sources, stdin, options, settings, kw["jobs"], sketches, problems), problems
 
 
 def _made(
@@ -1287,9 +1342,10 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
         console = Console(no_color=plain or None)
         with console.capture() as captured:  # rendered for this terminal, colours and width
             console.print(table)
-        _write_out(captured.get().encode("utf-8"))  # not by rich: its one large write
+        # Not by rich: its one large write. Its colours kept: the ids are inert (_one_line).
+        _write_out(captured.get().encode("utf-8"), inert=False)
         return
-    stream = _binary(sys.stdout)
+    stream = _stdout()
     if fmt == "jsonl":
         out = RecordWriter(stream, "jsonl", ())
         for record in groups.records(kept_ids, kept_fps, bits, runs):
@@ -1476,11 +1532,11 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
       simdedup scan notes.txt --format jsonl -k 5
       simdedup scan crawl/2024-11-22 --index crawl.sdx --duplicates dups.tsv
     """
-    settings, read_options = _settings(kw), _read_options(kw)
+    sources = _sources(paths)
+    settings, read_options = _settings(kw), _read_options(kw, sources)
     if kw["drop_empty"] and kw["unique"] is None:
         raise click.UsageError("--drop-empty leaves empty documents out of --unique, and none is given")
     messages = Messages(kw["quiet"], kw["verbose"])
-    sources = _sources(paths)
     dd = deduplicator(settings, _verify(kw))
     _warn_if_wide(settings, messages)
     index_path = kw["index_path"]
@@ -1544,9 +1600,9 @@ def filter_(source: str | None, **kw: Any) -> None:
       zcat today.jsonl.gz | simdedup filter --jsonl --index seen.sdx > new.jsonl
       tail -f app.log | simdedup filter
     """
-    settings, read_options = _settings(kw), _read_options(kw)
-    messages = Messages(kw["quiet"], kw["verbose"])
     sources = _sources((source,) if source else ())
+    settings, read_options = _settings(kw), _read_options(kw, sources)
+    messages = Messages(kw["quiet"], kw["verbose"])
     dd = deduplicator(settings, _verify(kw))
     _warn_if_wide(settings, messages)
     index_path = kw["index_path"]
@@ -1611,7 +1667,7 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
     """
     settings = _settings(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
-    stream = _binary(sys.stdout)
+    stream = _stdout()
     problems = _Problems(messages)
     printed = _printed_chunks(paths, settings, kw, fmt, problems)
     try:
@@ -1638,7 +1694,8 @@ def _printed_chunks(
     before it. Files and stdin are read in chunks of lines that worker processes parse,
     fingerprint and format (read.read_chunks; the main process only copies bytes);
     directories a document at a time, fingerprinted in batches."""
-    sources, read_options = _sources(paths), _read_options(kw)
+    sources = _sources(paths)
+    read_options = _read_options(kw, sources)
     _refuse_stdout_clash(sources, (), read_options)
     if (out := _stdout_identity()) is not None:  # a directory's link to it: not read back
         read_options = dataclasses.replace(read_options, written=frozenset({out}))
@@ -2173,14 +2230,15 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
     """
     settings, verify = _settings(kw), _verify(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
-    _refuse_stdout_clash(_sources(sources), ((path, "the index"),), _read_options(dict(kw)))
+    inputs = _sources(sources)
+    _refuse_stdout_clash(inputs, ((path, "the index"),), _read_options(dict(kw), inputs))
     stored = read_index(path)
     check_settings(path, stored.fingerprint, settings)
     dd = deduplicator(settings, verify)
     _warn_if_wide(settings, messages)
     stored.load_into(dd)
     counts = {"new": 0, "duplicate": 0, "empty": 0}
-    stream = _binary(sys.stdout)
+    stream = _stdout()
     out = RecordWriter(stream, fmt, () if fmt == "jsonl" else QUERY_COLUMNS)
     fingerprinted, problems = _fingerprinted(sources, settings, kw, messages, sketches=verify is not None)
     try:

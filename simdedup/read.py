@@ -129,7 +129,7 @@ class ReadOptions:
             raise ValueError(f"max_doc_size is a number of bytes, 1 or more, not {size!r}")
 
     def is_jsonl(self, path: str) -> bool:
-        return self.jsonl or plain_name(path).lower().endswith(".jsonl")
+        return self.jsonl or plain_name(path).lower().endswith((".jsonl", ".ndjson"))
 
 
 class Lines:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from simdedup import cli as cli_module
 from simdedup import report as report_module
 from simdedup.cli import main
 from simdedup.store import index_lock
@@ -449,6 +450,38 @@ def test_ids_and_names_are_shown_as_they_are_and_cannot_drive_the_terminal(tmp_p
     assert "Error: /nonexistent\\n/r.jsonl: cannot write --report" in missing.stderr
 
 
+def test_results_on_a_terminal_show_ids_inert_and_redirected_keep_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fingerprint's TSV, index query's and compare's lines sent an id's ESC sequences to
+    # the terminal (a trial); only the table escaped them.
+    records = tmp_path / "e.jsonl"
+    ids = ["x\x1b[2Jowned", "y\u202eevil"]
+    records.write_text("".join(json.dumps({"id": i, "text": LINE}) + "\n" for i in ids))
+    named = tmp_path / "a\x1b[31mred.txt"
+    named.write_text(LINE)
+    seen = tmp_path / "seen.sdx"
+    assert run("scan", str(records), "--index", str(seen), "-q").exit_code == 0
+    commands = [
+        ["fingerprint", str(records)],
+        ["scan", str(records), "--format", "tsv", "-q"],
+        ["scan", str(records), "--format", "csv", "-q"],
+        ["index", "query", str(seen), str(records)],
+        ["compare", str(named), "--text", LINE],
+    ]
+    for terminal in (True, False):
+        monkeypatch.setattr(cli_module, "_isatty", lambda stream, terminal=terminal: terminal)
+        for command in commands:
+            out = run(*command).stdout
+            assert ("\x1b" in out or "\u202e" in out) is not terminal, (command, out)
+            assert ("x\\x1b[2Jowned" in out or "a\\x1b[31mred" in out) is terminal, (command, out)
+        # Documents written back are the input's bytes, on a terminal too.
+        lines = tmp_path / "lines.txt"
+        lines.write_text(f"{LINE} \x1b[31m\n{OTHER}\n")
+        assert run("filter", str(lines), "-q").stdout == lines.read_text()
+        assert run("scan", str(lines), "-q", "--unique", "-").stdout == lines.read_text()
+
+
 # ---------------------------------------------------------------- given weights
 
 
@@ -636,6 +669,36 @@ def test_damaged_and_cut_compressed_files_say_so_in_our_words(
         result = run("filter", str(named))
         errors = [line for line in result.stderr.splitlines() if ": error: " in line]
         assert result.exit_code == 3 and len(errors) == 1 and said in errors[0], result.stderr
+
+
+def test_record_fields_where_no_input_is_jsonl_are_refused(tmp_path: Path) -> None:
+    # Without --jsonl, stdin's records were read as lines: --text-field did nothing, the
+    # JSON markup and ids were fingerprinted, duplicates missed, exit 0 (a trial).
+    records = "".join(json.dumps({"url": f"u{i}", "body": LINE}) + "\n" for i in range(2))
+    (tmp_path / "s.ndjson").write_text(records)
+    (tmp_path / "s.json").write_text(records)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "a.jsonl").write_text(records)
+    for command in ("scan", "filter", "fingerprint"):
+        for given, inputs in [
+            (["--text-field", "body"], []),
+            (["--text-field", "text"], []),  # the default's value, given
+            (["--id-field", "url"], [str(tmp_path / "s.json")]),
+            (["--features-field", "f"], [str(tmp_path / "folder")]),
+        ]:
+            refused = run(command, *inputs, *given, input=records)
+            assert refused.exit_code == 2 and refused.stdout == "", refused.stderr
+            assert (
+                f"Error: {given[0]} names a field of JSONL records, and no input is read as JSONL"
+                in refused.stderr
+            )
+    dups = tmp_path / "d.jsonl"
+    read = run("filter", "--jsonl", "--text-field", "body", "--duplicates", str(dups), input=records)
+    assert read.exit_code == 0 and json.loads(dups.read_text())["id"] == "-:2"
+    named = run(
+        "scan", str(tmp_path / "s.ndjson"), "--text-field", "body", "--id-field", "url", "--format", "tsv"
+    )
+    assert named.exit_code == 0 and "duplicate\tu1\t" in named.stdout
 
 
 def test_jsonl_lines_of_other_than_json_whitespace_are_not_json(tmp_path: Path) -> None:
