@@ -1764,7 +1764,9 @@ def _fingerprint_lines(docs: Sequence[Document], fps: Sequence[int | None], bits
     return buffer.getvalue()
 
 
-def _read_whole(path: str) -> Document:
+def _read_whole(path: str, messages: Messages) -> Document:
+    if path != STDIN and ReadOptions().is_jsonl(path):
+        messages.problem(Problem(path, "jsonl-member", _WHOLE_JSONL))
     if path == STDIN:
         data = _binary(sys.stdin).read()
     else:
@@ -1778,8 +1780,11 @@ def _read_whole(path: str) -> Document:
     # binary file, which scan skips, is no document.
     if looks_binary(data):
         raise CliError(f"{path}: a binary file, which scan skips: nothing to compare")
-    text = whole_text(data[:MAX_DOC_SIZE], len(data) <= MAX_DOC_SIZE, path, lambda problem: None)
+    text = whole_text(data[:MAX_DOC_SIZE], len(data) <= MAX_DOC_SIZE, path, messages.problem)
     return Document(printable(path), text, os.fsencode(path))
+
+
+_WHOLE_JSONL = "compared as one whole document, its JSON markup too, not record by record"
 
 
 @main.command()
@@ -1820,7 +1825,10 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     settings, verify = _settings(kw), _verify(kw)
     if len(files) + len(texts) != 2:
         raise CliError("compare takes exactly two documents: two FILEs, --text twice, or a FILE and a --text")
-    docs = [_read_whole(f) for f in files] + [
+    if files.count(STDIN) > 1:
+        raise CliError("stdin (-) is given twice, and it can be read once: give one of the two another way")
+    messages = Messages(quiet=False, verbose=False)  # what reading a file replaced or took whole
+    docs = [_read_whole(f, messages) for f in files] + [
         Document(f"--text {i + 1}", t, b"") for i, t in enumerate(texts)
     ]
     hasher = FeatureHasher(settings.bits, settings.seed)

@@ -429,7 +429,7 @@ def record_lines(path: str, stdin: IO[bytes], on_problem: OnProblem) -> Iterator
     before a line passed over, bytes that are not UTF-8 replaced and reported, gzip or
     UTF-16 data where text was expected refused. (PATH:LINE, text) a line; blank ones too."""
     try:
-        stream = stdin if is_stream(path) else open_input(path)
+        stream = stdin if path == STDIN else open_input(path)  # a named pipe by its name
     except OSError as e:
         on_problem(Problem(path, "unreadable", e.strerror or str(e)))
         return

@@ -858,6 +858,38 @@ def test_compare_reads_as_scan_reads_and_says_what_it_leaves_out(tmp_path: Path)
     assert run("fingerprint", str(named), "--id-field", "").stdout.split("\t")[1] == "by the empty name\n"
 
 
+def test_compare_says_what_it_replaced_takes_whole_or_cannot_read_twice(tmp_path: Path) -> None:
+    # A trial: invalid UTF-8 was replaced without a word (scan reports it), two JSONL
+    # files were compared as JSON text in silence, and `compare - -` read stdin twice.
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"caf\xe9 au lait and more words\n")
+    result = run("compare", str(bad), "--text", "cafe au lait and more words")
+    assert f"{bad}: error: invalid UTF-8 at byte 4, decoded with replacement" in result.stderr
+    records = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for path in records:
+        path.write_text(json.dumps({"id": path.name, "text": LINE}) + "\n")
+    result = run("compare", *map(str, records))
+    said = "warning: compared as one whole document, its JSON markup too, not record by record"
+    assert result.stderr.splitlines() == [f"{path}: {said}" for path in records]
+    twice = run("compare", "-", "-", input=LINE)
+    assert twice.exit_code == 2 and "Error: stdin (-) is given twice" in twice.stderr
+
+
+@linux_only
+def test_calibrate_reads_a_named_pipe_by_its_name_not_stdin() -> None:
+    # <(cat pairs.jsonl) read stdin instead: "no labelled pairs", or stdin's pairs (trial).
+    read, write = os.pipe()
+    os.write(write, b'{"a": "x y z", "b": "x y z", "duplicate": true}\n')
+    os.close(write)
+    try:
+        given = '{"a": "p q", "b": "r s", "duplicate": false}\n' * 3
+        result = run("calibrate", f"/dev/fd/{read}", "--json", input=given)
+    finally:
+        os.close(read)
+    assert result.exit_code == 0, result.stderr
+    assert {json.loads(line)["tp"] for line in result.stdout.splitlines()} == {1}
+
+
 def test_no_color_leaves_the_terminal_table_without_any_style(tmp_path: Path) -> None:
     lines = tmp_path / "lines.txt"
     lines.write_text(f"{LINE}\n{LINE}\n{OTHER}\n")
