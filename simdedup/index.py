@@ -86,12 +86,15 @@ def fingerprint_ints(fps: np.ndarray) -> list[int]:
 
 
 def _words(fps: np.ndarray, bits: int) -> np.ndarray:
-    """Fingerprints as a 2-d (n, bits // 64) uint64 array, low word last. An array of
-    signed integers is taken if none is negative; floats and the like are refused."""
+    """Fingerprints as a 2-d (n, bits // 64) uint64 array, low word last. An int64 array
+    is read as its bits (Spark and Parquet keep 64-bit fingerprints so: the top bit is
+    the sign), another signed one if none is negative; floats and the like are refused."""
     words = bits // 64
-    kind = np.asarray(fps).dtype.kind
-    if kind != "u" and not (kind == "i" and not (np.asarray(fps) < 0).any()):
-        raise ValueError(f"fingerprints are unsigned integers, not an array of {np.asarray(fps).dtype}")
+    fps = np.asarray(fps)
+    if fps.dtype.kind == "i" and fps.dtype.itemsize == 8:
+        fps = fps.view(np.uint64)
+    elif fps.dtype.kind != "u" and not (fps.dtype.kind == "i" and not (fps < 0).any()):
+        raise ValueError(f"fingerprints are unsigned integers or int64, not an array of {fps.dtype}")
     fps = np.asarray(fps, dtype=np.uint64)
     if fps.ndim == 1 and words == 1:
         return fps.reshape(-1, 1)

@@ -86,7 +86,7 @@ def test_near_pairs_takes_fingerprint_texts_output_at_the_default_k() -> None:
     "call",
     [
         lambda: BlockIndex(64, 3).add_many(np.array([1.5, 2.7])),
-        lambda: BlockIndex(64, 3).add_many(np.array([-1], np.int64)),
+        lambda: BlockIndex(64, 3).add_many(np.array([-1], np.int32)),
         lambda: near_pairs(["0000000000000001", "0000000000000003"]),
         lambda: near_pairs([1 << 130, 0], bits=128),
         lambda: near_pairs([0, 0, 1], distance=-1),
@@ -288,6 +288,11 @@ def test_near_pairs_takes_any_iterable_numpy_distances_and_fingerprint_arrays() 
     assert near_pairs(fp for fp in fps) == expected
     assert near_pairs(fps, distance=np.int64(4)) == expected
     assert near_pairs(np.array([1, 3, 7], np.uint64)) == expected
+    # int64, as Spark and Parquet keep 64-bit fingerprints, is read as its bits: "not an
+    # array of int64" was said of it, where int64 without a negative one was taken (trial).
+    signed = np.array([1, 3, 7, -1], np.int64)
+    assert near_pairs(signed) == near_pairs(signed.view(np.uint64)) == expected
+    assert near_pairs(np.array([-1, -2], np.int64)) == [(0, 1, 1)]
     wide = BlockIndex(128, 4)
     wide.add_many(np.array([[0, 1], [0, 3], [2**20 - 1, 0]], np.uint64))
     assert near_pairs(wide.fingerprint_array(), bits=128) == [(0, 1, 1)]
