@@ -378,8 +378,8 @@ def _stdout(inert: bool = True) -> IO[bytes]:
 
 class _Inert:
     """stdout on a terminal, where results are read, not kept: the control characters
-    and reordering marks that names and ids hold are escaped as on stderr (`\x1b`,
-    `\u202e`; a crawled id drove the terminal, a trial), tabs and newlines kept, as the
+    and reordering marks that names and ids hold are escaped as on stderr (`\\x1b`,
+    `\\u202e`; a crawled id drove the terminal, a trial), tabs and newlines kept, as the
     rows are laid out with them. Redirected, stdout gets every byte as it is."""
 
     _ESCAPES = {c: e for c, e in _CONTROL_ESCAPES.items() if c not in (ord("\t"), ord("\n"))}
