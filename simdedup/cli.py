@@ -359,11 +359,12 @@ def _echo(text: str) -> None:
 
 
 def _write_out(data: bytes, inert: bool = True) -> None:
-    """`data` on stdout (_stdout(inert)), 64 KiB at a time: one large write to a pipe
-    whose reader goes (`| head`) is cut short without an error, and the rest dropped."""
-    stream = _stdout(inert)
-    if isinstance(stream, _Inert):  # escaped whole: a piece could end inside a character
-        stream, data = stream.stream, stream.escaped(data)
+    """`data` on stdout (on a terminal, with `inert`, escaped as _Inert does), 64 KiB at
+    a time: one large write to a pipe whose reader goes (`| head`) is cut short without
+    an error, and the rest dropped."""
+    stream = _binary(sys.stdout)
+    if inert and _isatty(sys.stdout):  # escaped whole: a piece could end inside a character
+        data = _Inert.escaped(data)
     for at in range(0, len(data), 1 << 16):
         stream.write(data[at : at + (1 << 16)])
         stream.flush()
@@ -387,9 +388,10 @@ class _Inert:
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream = stream
 
-    def escaped(self, data: bytes) -> bytes:
+    @classmethod
+    def escaped(cls, data: bytes) -> bytes:
         text = data.decode("utf-8", "surrogateescape")
-        return text.translate(self._ESCAPES).encode("utf-8", "surrogateescape")
+        return text.translate(cls._ESCAPES).encode("utf-8", "surrogateescape")
 
     def write(self, data: bytes) -> int:
         return self.stream.write(self.escaped(data))

@@ -317,10 +317,9 @@ def _read_before(
 
 def _file_key(path: str) -> tuple[int, int] | None:
     try:
-        st = os.stat(path)
+        return file_identity(os.stat(path))
     except OSError:
         return None  # unreadable: reading it says so
-    return (st.st_dev, st.st_ino)
 
 
 def _named_files(paths: list[str]) -> frozenset[tuple[int, int]]:
