@@ -810,6 +810,7 @@ class Outputs(contextlib.ExitStack):
     ) -> None:
         super().__init__()
         self.sources = [s for s in sources if s != STDIN]
+        self.stdin = _regular(_stat_of(sys.stdin)) if STDIN in sources else None  # the file it reads
         self.options = options or ReadOptions()
         # the index's lock file too: written over or renamed over, it no longer locks
         self.taken: list[tuple[str, str]] = (
@@ -832,6 +833,8 @@ class Outputs(contextlib.ExitStack):
                 raise CliError(f"{what} and {self.stdout_owner} cannot both write to stdout")
             self.stdout_owner = what
             return
+        if _names(path, self.stdin):
+            raise CliError(f"{what} {path} is the file stdin reads; it would be overwritten")
         for source in self.sources:
             with contextlib.suppress(OSError):
                 if os.path.samefile(source, path):
@@ -923,15 +926,24 @@ def _outputs_planned(kw: dict[str, Any], *first: tuple[str | None, str]) -> list
 
 
 def _refuse_index_in_inputs(sources: Sequence[str], index: str | None, options: ReadOptions) -> None:
-    """Refuse an --index inside an input directory whose walk would read it or its lock
-    file (made before the walk: it was read as an empty document), before the lock is
-    taken."""
+    """Refuse an --index that is read as input, before the lock is taken: named as an
+    input or its lock file named (`scan crawl/* --index crawl/seen.sdx`), stdin's file,
+    or inside an input directory whose walk would read it or its lock file (made before
+    the walk: it was read as an empty document). Its bytes would be added to it as
+    documents, for good."""
+    if not index:
+        return
+    files = (
+        (index, f"--index {index}"),
+        (lock_path(os.path.realpath(index)), f"--index {index}'s lock file"),
+    )
+    stdin = _regular(_stat_of(sys.stdin)) if STDIN in sources else None
     for source in sources:
-        if (
-            index
-            and os.path.isdir(source)
-            and any(walk_reads(source, p, options) for p in (index, lock_path(index)))
-        ):
+        for path, what in files:
+            if _names(path, stdin if source == STDIN else _stat_path(source)):
+                read = "stdin's file" if source == STDIN else f"the input {source}"
+                raise CliError(f"{what} is {read}: its bytes would be added to it as documents")
+        if os.path.isdir(source) and any(walk_reads(source, p, options) for p, _ in files):
             raise CliError(
                 f"--index {index} is inside the input directory {source}, which would read it or "
                 "its lock file: keep it outside, or leave it out with --exclude"
@@ -949,6 +961,18 @@ def _stat_of(stream: Any) -> os.stat_result | None:
         return os.fstat(stream.fileno())
     except (AttributeError, OSError, ValueError):  # not a file descriptor (a test's capture)
         return None
+
+
+def _stat_path(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _regular(st: os.stat_result | None) -> os.stat_result | None:
+    """`st` where it is a regular file's: a pipe or a terminal is no file to clash with."""
+    return st if st is not None and stat.S_ISREG(st.st_mode) else None
 
 
 def _names(path: str, st: os.stat_result | None) -> bool:
@@ -978,28 +1002,34 @@ def _stderr_file_named(path: str) -> bool:
 def _refuse_stdout_clash(
     sources: Sequence[str], outputs: Iterable[tuple[str, str]] = (), options: ReadOptions | None = None
 ) -> None:
-    """Refuse a stdout redirected to a file the run reads or writes another way, as
-    `cat` refuses `cat f >> f`: an input (which the run would read back as it grows),
-    a file inside an input directory, stdin itself, or another output (the two would
-    write over each other). Checked by the file's identity, before any work."""
-    out = _stat_of(sys.stdout)
-    if out is None or not stat.S_ISREG(out.st_mode):
-        return
-    stdin = _stat_of(sys.stdin)
-    if stdin is not None and os.path.samestat(stdin, out) and (not sources or STDIN in sources):
-        raise CliError("stdout is the file stdin reads; it would read what it writes")
-    name = None
-    with contextlib.suppress(OSError):
-        name = os.readlink(f"/proc/self/fd/{sys.stdout.fileno()}")  # Linux: the file's path
-    for source in sources:
-        if source == STDIN:
+    """Refuse a stdout or stderr redirected to a file the run reads, as `cat` refuses
+    `cat f >> f`: an input (which the run would read back as it grows: each bad line's
+    message a new bad line, for ever), a file inside an input directory, or stdin
+    itself; and a stdout that is another output (the two would write over each other).
+    Checked by the file's identity, before any work."""
+    for name, stream, reads in (
+        ("stdout", sys.stdout, "what it writes"),
+        ("stderr", sys.stderr, "its own messages"),
+    ):
+        out = _regular(_stat_of(stream))
+        if out is None:
             continue
-        if _names(source, out):
-            raise CliError(f"stdout is the input {source}; it would read what it writes")
-        if name and os.path.isdir(source) and walk_reads(source, name, options or ReadOptions()):
-            raise CliError(f"stdout is {name}, inside the input directory {source}, which would read it")
+        stdin = _stat_of(sys.stdin)
+        if stdin is not None and os.path.samestat(stdin, out) and (not sources or STDIN in sources):
+            raise CliError(f"{name} is the file stdin reads; it would read {reads}")
+        path = None
+        with contextlib.suppress(OSError):
+            path = os.readlink(f"/proc/self/fd/{stream.fileno()}")  # Linux: the file's path
+        for source in sources:
+            if source == STDIN:
+                continue
+            if _names(source, out):
+                raise CliError(f"{name} is the input {source}; it would read {reads}")
+            if path and os.path.isdir(source) and walk_reads(source, path, options or ReadOptions()):
+                raise CliError(f"{name} is {path}, inside the input directory {source}, which would read it")
+    out = _regular(_stat_of(sys.stdout))
     for path, what in outputs:
-        if path != "-" and _names(path, out):
+        if out is not None and path != "-" and _names(path, out):
             raise CliError(f"stdout and {what} are the same file, {path}")
 
 

@@ -534,6 +534,58 @@ def test_stdout_redirected_into_an_input_or_an_output_is_refused_before_any_work
     assert (tmp_path / "kept.txt").read_bytes().count(b"\n") == 4  # 3 unique, 1 empty
 
 
+def test_an_output_that_is_the_file_stdin_reads_is_refused_before_it_is_emptied(lines: Path) -> None:
+    # Trial: `scan - --unique f < f` emptied f (the output opened before stdin was read),
+    # read nothing and exited 0.
+    before = lines.read_bytes()
+    for args in (
+        ["scan", "-", "--unique", str(lines)],
+        ["scan", "--report", str(lines)],
+        ["filter", "--duplicates", str(lines)],
+        ["scan", "--summary-json", str(lines)],
+    ):
+        with open(lines, "rb") as stdin:
+            result = subprocess.run(simdedup(*args), stdin=stdin, capture_output=True, text=True)
+        assert result.returncode == 2, (args, result.stderr)
+        assert f"{lines} is the file stdin reads; it would be overwritten" in result.stderr
+        assert lines.read_bytes() == before
+
+
+def test_stderr_appended_to_a_file_the_run_reads_is_refused(tmp_path: Path) -> None:
+    # Trial: `scan bad.jsonl 2>> bad.jsonl` read each error message back as a new bad
+    # record and reported it again, until the disk filled.
+    records = tmp_path / "bad.jsonl"
+    records.write_text('{"text": "a"}\nnot json\n')
+    before = records.read_bytes()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text("a document in a directory\n")
+    cases = [
+        (["scan", str(records)], records, f"stderr is the input {records}; it would read its own messages"),
+        (["fingerprint", str(records)], records, f"stderr is the input {records}"),
+        (["filter", "--jsonl"], records, "stderr is the file stdin reads"),
+        (
+            ["scan", str(tmp_path / "d")],
+            tmp_path / "d" / "log",
+            f"stderr is {tmp_path / 'd' / 'log'}, inside the input",
+        ),
+    ]
+    for args, log, message in cases:
+        with open(log, "ab") as stderr, open(records, "rb") as stdin:
+            result = subprocess.run(simdedup(*args), stdin=stdin, stdout=subprocess.PIPE, stderr=stderr)
+        assert result.returncode == 2 and result.stdout == b"", args
+        written = log.read_bytes()[len(before) if log == records else 0 :]
+        assert written.decode().startswith(f"Error: {message}"), written
+        log.write_bytes(before) if log == records else log.unlink()
+    with open(tmp_path / "log", "ab") as stderr:  # a log elsewhere is fine
+        assert (
+            subprocess.run(
+                simdedup("scan", "-q", str(records)), stdout=subprocess.PIPE, stderr=stderr
+            ).returncode
+            == 3
+        )
+    assert b"bad.jsonl:2: error: not JSON" in (tmp_path / "log").read_bytes()
+
+
 CHILD_THREADS = "import simdedup.__main__, os; print(len(os.listdir('/proc/self/task')))"
 
 

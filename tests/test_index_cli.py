@@ -315,6 +315,41 @@ def test_an_index_that_cannot_be_a_file_of_its_own_is_refused_leaving_nothing_be
     assert left_out.exit_code == 0
 
 
+def test_an_index_named_as_an_input_is_refused_before_it_takes_in_its_own_bytes(
+    day2: Path, tmp_path: Path
+) -> None:
+    # Trial: `scan crawl/* --index crawl/seen.sdx` read the index and its lock file as
+    # documents and saved their rows into it for good; so did `scan --index F < F`.
+    folder = tmp_path / "crawl"
+    folder.mkdir()
+    (folder / "page.txt").write_text("a page of the crawl\n")
+    index = folder / "seen.sdx"
+    assert run("scan", "-q", str(folder / "page.txt"), "--index", str(index)).exit_code == 0
+    stored = index.read_bytes()
+    lock = folder / "seen.sdx.lock"
+    assert lock.exists()  # flock's file stays beside the index
+    for command, inputs, message in [
+        (
+            "scan",
+            [index, folder / "page.txt"],
+            f"--index {index} is the input {index}: its bytes would be added",
+        ),
+        ("scan", [folder / "page.txt", lock], f"--index {index}'s lock file is the input {lock}"),
+        ("filter", [index], f"--index {index} is the input {index}"),
+        ("filter", [lock], f"--index {index}'s lock file is the input {lock}"),
+    ]:
+        result = run(command, *map(str, inputs), "--index", str(index))
+        assert result.exit_code == 2 and message in result.stderr, result.stderr
+    with open(index, "rb") as stdin:
+        piped = subprocess.run(
+            [sys.executable, "-m", "simdedup", "scan", "--index", str(index)],
+            stdin=stdin,
+            capture_output=True,
+        )
+    assert piped.returncode == 2 and b"is stdin's file: its bytes would be added" in piped.stderr
+    assert index.read_bytes() == stored
+
+
 def test_a_corrupt_index_is_refused_and_left_alone(index: Path, day2: Path, tmp_path: Path) -> None:
     damaged = index.read_bytes()[:-5]
     index.write_bytes(damaged)
