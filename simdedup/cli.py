@@ -104,11 +104,13 @@ from .store import (
     IndexSession,
     check_settings,
     index_lock,
+    keep_owner_and_mode,
     key_buckets,
     lock_path,
     merge_indexes,
     read_header,
     read_index,
+    replacing_mode,
     write_index,
 )
 from .verify import MIN_JACCARD, VerifyingDeduplicator, deduplicator
@@ -863,7 +865,7 @@ class Outputs(contextlib.ExitStack):
                 fd, written = tempfile.mkstemp(
                     dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp"
                 )
-                os.fchmod(fd, 0o666 & ~_umask())  # as open() would make it
+                keep_owner_and_mode(written, target, replacing_mode(target))
                 self.push(functools.partial(_put_in_place, written, target))  # after it is closed
                 self._temporary.append(written)
                 raw = self.enter_context(os.fdopen(fd, "wb"))
@@ -897,12 +899,6 @@ class Outputs(contextlib.ExitStack):
             return False
         temporary = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.XXXXXXXX.tmp")
         return not any(os.path.isdir(s) and walk_reads(s, temporary, self.options) for s in self.sources)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _put_in_place(written: str, target: str, kind: Any, error: Any, tb: Any) -> None:

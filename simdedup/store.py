@@ -16,6 +16,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import stat
 import struct
 import tempfile
 import uuid
@@ -39,6 +40,7 @@ from .status import (
     IndexFileError,
     IndexLockedError,
     IndexSettingsError,
+    SettingsError,
 )
 from .verify import VerifyingDeduplicator
 
@@ -362,6 +364,29 @@ class StoredIndex:
                 raise ValueError("heads without sketches")
             if self.heads.shape != self.fingerprints.shape or self.headed.shape != (n,):
                 raise ValueError(f"{n} fingerprints but heads of shape {self.heads.shape}")
+        self._check_records()
+
+    def _check_records(self) -> None:
+        """Raise ValueError unless the header's records are what the commands read: the
+        settings make a Settings of the fingerprints' width, and each run is a record
+        with a name (and a count of rows added, where it says)."""
+        if not isinstance(self.fingerprint, dict) or not isinstance(
+            self.fingerprint.get("settings", {}), dict
+        ):
+            raise ValueError("the fingerprint record is not an object")
+        known = {f.name for f in dataclasses.fields(Settings)}
+        try:
+            settings = Settings(**{k: v for k, v in self.settings.items() if k in known})
+        except (SettingsError, TypeError) as e:
+            raise ValueError(f"its settings: {e}") from e
+        if settings.bits != self.bits:
+            raise ValueError(f"its settings say {settings.bits} bits, its fingerprints are {self.bits}")
+        for run in self.runs:
+            if not isinstance(run, dict) or not isinstance(run.get("name"), str):
+                raise ValueError(f"a run that is not a record with a name: {str(run)[:60]}")
+            added = run.get("added", 0)
+            if isinstance(added, bool) or not isinstance(added, int) or added < 0:
+                raise ValueError(f"run {run['name']!r} added {str(added)[:30]} rows")
 
 
 def empty_index(settings: Settings) -> StoredIndex:
@@ -415,7 +440,25 @@ def _write_all(f: BinaryIO, data: np.ndarray | bytes, digest: Any) -> None:
             piece = piece[written:]
 
 
-def _default_mode() -> int:
+def keep_owner_and_mode(written: str | os.PathLike[str], target: str | os.PathLike[str], mode: int) -> None:
+    """Give the file `written`, about to be renamed over `target`, `mode` and, where it
+    exists, the target's owner and group, as far as this process may (root may give a
+    file away; another user only to a group of theirs): an index or a summary run by
+    root's cron for a user stays that user's. A change of owner refused is no error."""
+    with suppress(FileNotFoundError):
+        st = os.stat(target)
+        with suppress(PermissionError):
+            os.chown(written, st.st_uid, st.st_gid)
+        with suppress(PermissionError):
+            os.chown(written, -1, st.st_gid)
+    os.chmod(written, mode)
+
+
+def replacing_mode(target: str | os.PathLike[str]) -> int:
+    """The mode of a file written to replace `target`: target's, or a new file's (as
+    open() makes one, under the umask)."""
+    with suppress(FileNotFoundError):
+        return os.stat(target).st_mode & 0o777
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
@@ -459,7 +502,7 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
     }
     header_bytes = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     header_bytes += b" " * (-len(header_bytes) % _ALIGN)
-    mode = path.stat().st_mode & 0o777 if path.exists() else _default_mode()
+    mode = replacing_mode(path)
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as e:
@@ -474,7 +517,7 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
                 _write_all(f, _padding(a.nbytes), digest)
             f.write(_TRAILER.pack(digest.intdigest()))
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
+        keep_owner_and_mode(tmp, path, mode)
         os.replace(tmp, path)
         _fsync_directory(directory)
     except BaseException as e:
@@ -540,15 +583,21 @@ def read_header(path: str | os.PathLike[str]) -> tuple[dict[str, Any], int]:
 
 @contextmanager
 def _open_for_reading(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """The index file at `path`, opened; never waiting on a named pipe's writer (opened
+    without blocking, then refused, as a device is: an index is a regular file)."""
     try:
-        f = open(path, "rb")  # noqa: SIM115
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError as e:
         raise IndexFileError(f"{path}: no such index file") from e
-    except IsADirectoryError as e:
-        raise IndexFileError(f"{path}: is a directory, not an index file") from e
     except OSError as e:
         raise IndexFileError(f"{path}: cannot read index: {e.strerror or e}") from e
-    with f:
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "is a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise IndexFileError(f"{path}: {kind}, not an index file")
+    os.set_blocking(fd, True)
+    with open(fd, "rb") as f:
         yield f
 
 
@@ -677,7 +726,8 @@ def index_lock(path: str | os.PathLike[str], wait: float = 0.0) -> Iterator[None
     try:  # filelock would take a lock file it cannot make for one that another run holds
         os.close(os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644))
     except OSError as e:
-        where = lock_path(shown) if isinstance(e, IsADirectoryError) else directory
+        # a lock path there already (a directory, a dangling link) is what fails, else the directory
+        where = lock_path(shown) if os.path.lexists(lock_path(path)) else directory
         raise IndexFileError(f"cannot write index {shown}: {where}: {e.strerror or e}") from e
     lock = FileLock(lock_path(path), timeout=wait)
     try:

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import xxhash
 from click.testing import CliRunner, Result
 from filelock import FileLock, Timeout
 
@@ -358,6 +360,108 @@ def test_a_corrupt_index_is_refused_and_left_alone(index: Path, day2: Path, tmp_
     assert "index file is corrupt (truncated" in one_line_error(result)
     assert index.read_bytes() == damaged
     assert not unique.exists()
+
+
+def _with_header(path: Path, change: Any) -> None:
+    """Rewrite the index at `path` with change(header) applied and a right checksum: a
+    file a bug or a hand made, which the checksum cannot tell from a good one."""
+    data = path.read_bytes()
+    magic, version, length = struct.unpack("<8sII", data[:16])
+    header = json.loads(data[16 : 16 + length])
+    change(header)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    body = struct.pack("<8sII", magic, version, len(text)) + text + data[16 + length : -8]
+    path.write_bytes(body + struct.pack("<Q", xxhash.xxh3_64_intdigest(body)))
+
+
+def test_an_index_whose_header_records_are_wrong_is_refused_by_every_command(
+    index: Path, day2: Path, tmp_path: Path
+) -> None:
+    # Trial: runs that were not records, or a run without a name, gave tracebacks
+    # (AttributeError, KeyError); a stored distance of 99 a message about blocks; an
+    # unknown tokenizer was merged into OUT without a word.
+    def set_runs(value: Any) -> Any:
+        return lambda header: header.update(runs=value)
+
+    def set_setting(name: str, value: Any) -> Any:
+        return lambda header: header["fingerprint"]["settings"].update({name: value})
+
+    good = index.read_bytes()
+    for change, why in [
+        (set_runs([1]), "a run that is not a record with a name: 1"),
+        (set_runs([{"started": "x"}]), "a run that is not a record with a name"),
+        (set_runs([{"name": "monday", "added": "many"}]), "run 'monday' added many rows"),
+        (set_setting("distance", 99), "its settings: --distance must be 0..16, not 99"),
+        (set_setting("tokenizer", "foo"), "its settings: unknown tokenizer 'foo'"),
+        (set_setting("bits", 128), "its settings say 128 bits, its fingerprints are 64"),
+    ]:
+        index.write_bytes(good)
+        _with_header(index, change)
+        damaged = index.read_bytes()
+        for args in (
+            ["index", "info", str(index)],
+            ["index", "query", str(index), str(day2)],
+            ["index", "merge", str(tmp_path / "out.sdx"), str(index)],
+            ["scan", str(day2), "--index", str(index)],
+            ["filter", str(day2), "--index", str(index)],
+        ):
+            error = one_line_error(run(*args))
+            assert f"{index}: index file is corrupt ({why}" in error, (args, error)
+        assert index.read_bytes() == damaged and not (tmp_path / "out.sdx").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_named_pipe_as_an_index_is_refused_without_waiting_for_a_writer(tmp_path: Path, day2: Path) -> None:
+    # Trial: index info, query and merge waited for ever for a writer of the pipe.
+    pipe = tmp_path / "seen.sdx"
+    os.mkfifo(pipe)
+    for args in (
+        ["index", "info", str(pipe)],
+        ["index", "query", str(pipe), str(day2)],
+        ["index", "merge", str(tmp_path / "out.sdx"), str(pipe)],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "simdedup", *args], capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 2, args
+        assert f"Error: {pipe}: not a regular file, not an index file" in result.stderr
+
+
+def test_saving_keeps_the_index_and_the_summary_files_owner_and_mode(
+    index: Path, day2: Path, tmp_path: Path
+) -> None:
+    # Trial: root's run left a user's index root's (mode 600: its owner could not read
+    # it), and a 0600 --summary-json came back 0644.
+    summary = tmp_path / "summary.json"
+    summary.write_text("{}")
+    for path in (index, summary):
+        os.chmod(path, 0o600)
+    owner = (os.getuid(), os.getgid())
+    if os.getuid() == 0:  # root can give files away: check that the owner is kept too
+        owner = (1234, 4321)
+        for path in (index, summary):
+            os.chown(path, *owner)
+    result = run("scan", "-q", str(day2), "--index", str(index), "--summary-json", str(summary))
+    assert result.exit_code == 0, result.stderr
+    for path in (index, summary):
+        st = path.stat()
+        assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o600, *owner), path
+    assert json.loads(summary.read_text())["documents"] > 0
+    fresh = tmp_path / "new.json"  # a new file is made as open() makes one
+    assert run("scan", "-q", str(day2), "--summary-json", str(fresh)).exit_code == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask
+
+
+def test_a_lock_path_that_cannot_be_made_is_named(tmp_path: Path, day2: Path) -> None:
+    # Trial: a dangling link at PATH.lock was reported as "cannot write index PATH: .:
+    # No such file or directory", naming the directory.
+    index = tmp_path / "seen.sdx"
+    os.symlink(tmp_path / "gone" / "x", tmp_path / "seen.sdx.lock")
+    error = one_line_error(run("scan", str(day2), "--index", str(index)))
+    assert error == f"Error: cannot write index {index}: {index}.lock: No such file or directory"
 
 
 def test_an_altered_index_is_a_checksum_mismatch(index: Path, day2: Path) -> None:
