@@ -79,6 +79,7 @@ from .read import (
 from .report import (
     GROUP_COLUMNS,
     GROUP_RUN_COLUMNS,
+    TABULAR,
     DuplicatesWriter,
     Groups,
     RecordWriter,
@@ -1067,11 +1068,30 @@ def _record_writers(
     bits, writers = dd.settings.bits, []
     run_of = session.run_of if session is not None else None
     if (f := outputs.open(kw["duplicates"], "--duplicates")) is not None:
-        fmt = format_for(kw["duplicates"])
+        fmt = _record_format(kw["duplicates"], kw)
         writers.append(DuplicatesWriter(f, fmt, bits, dd.index.fingerprints, run_of))
     if (f := outputs.open(kw["report"], "--report")) is not None:
-        writers.append(ReportWriter(f, format_for(kw["report"]), bits, run_of))
+        writers.append(ReportWriter(f, _record_format(kw["report"], kw), bits, run_of))
     return writers
+
+
+def _record_format(path: str, kw: dict[str, Any]) -> str:
+    """The format of a file of records: as its name asks (report.format_for); on stdout,
+    whose name asks nothing, as `scan --format` asks, where that is a record format
+    (`--duplicates - --format csv`: the group listing it formats is not printed)."""
+    if _stdout_named(path) == "-" and kw.get("fmt") in (*TABULAR, "jsonl"):
+        return str(kw["fmt"])
+    return format_for(path)
+
+
+def _warn_if_format_unused(kw: dict[str, Any], outputs: Outputs, messages: Messages) -> None:
+    """`scan --format` given while another output writes to stdout, where it does not
+    make that output's records: nothing it asks for is written."""
+    owner, fmt = outputs.stdout_owner, kw["fmt"]
+    if fmt and owner and (owner == "--unique" or fmt == "table"):
+        messages.warn(
+            f"--format {fmt}", f"it formats the group listing, which is not printed: {owner} writes to stdout"
+        )
 
 
 # ---------------------------------------------------------------- the dedup run
@@ -1581,6 +1601,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
         if (f := outputs.open(kw["unique"], "--unique")) is not None:
             writers.append(UniqueWriter(f, keep_empty=not kw["drop_empty"]))
         writers += _record_writers(outputs, kw, dd, session)
+        _warn_if_format_unused(kw, outputs, messages)
         summary_json = outputs.open(kw["summary_json"], "--summary-json", replace=True)
         read_options = outputs.unread(read_options)
         summary, groups, interrupted = _run(

@@ -137,6 +137,29 @@ def test_scan_formats_groups_as_a_table(lines: Path) -> None:
     assert "kept" in result.stdout and "\x1b[" not in result.stdout
 
 
+def test_records_on_stdout_take_the_format_asked_for_and_an_unused_format_is_warned_about(
+    lines: Path,
+) -> None:
+    # Trial: `--duplicates - --format csv` wrote JSONL without a word (stdout's name asks
+    # for no format, and --format was left to the group listing, which is not printed).
+    dups = run("scan", str(lines), "--duplicates", "-", "--format", "csv")
+    assert [r["id"] for r in csv.DictReader(io.StringIO(dups.stdout))] == [f"{lines}:3", f"{lines}:6"]
+    assert "warning" not in dups.stderr
+    report = run("scan", str(lines), "--report", "-", "--format", "tsv")
+    assert tsv(report.stdout)[0] == ["id", "fingerprint", "status", "duplicate_of", "distance"]
+    assert (
+        json.loads(run("scan", str(lines), "--duplicates", "-").stdout.splitlines()[0])["id"] == f"{lines}:3"
+    )
+    for args, owner in (
+        (["--unique", "-", "--format", "csv"], "--unique"),
+        (["--report", "-", "--format", "table"], "--report"),
+    ):
+        result = run("scan", str(lines), *args)
+        assert result.exit_code == 0
+        said = f"--format {args[-1]}: warning: it formats the group listing, which is not printed"
+        assert f"{said}: {owner} writes to stdout" in result.stderr
+
+
 def test_unique_writes_lines_in_their_input_form(lines: Path, tmp_path: Path) -> None:
     out = tmp_path / "unique.txt"
     assert run("scan", str(lines), "--unique", str(out)).exit_code == 0
