@@ -1004,6 +1004,7 @@ def _refuse_stdout_clash(
     message a new bad line, for ever), a file inside an input directory, or stdin
     itself; and a stdout that is another output (the two would write over each other).
     Checked by the file's identity, before any work."""
+    stdin = _stat_of(sys.stdin) if not sources or STDIN in sources else None
     for name, stream, reads in (
         ("stdout", sys.stdout, "what it writes"),
         ("stderr", sys.stderr, "its own messages"),
@@ -1011,8 +1012,7 @@ def _refuse_stdout_clash(
         out = _regular(_stat_of(stream))
         if out is None:
             continue
-        stdin = _stat_of(sys.stdin)
-        if stdin is not None and os.path.samestat(stdin, out) and (not sources or STDIN in sources):
+        if stdin is not None and os.path.samestat(stdin, out):
             raise CliError(f"{name} is the file stdin reads; it would read {reads}")
         path = None
         with contextlib.suppress(OSError):

@@ -444,13 +444,15 @@ def keep_owner_and_mode(written: str | os.PathLike[str], target: str | os.PathLi
     """Give the file `written`, about to be renamed over `target`, `mode` and, where it
     exists, the target's owner and group, as far as this process may (root may give a
     file away; another user only to a group of theirs): an index or a summary run by
-    root's cron for a user stays that user's. A change of owner refused is no error."""
+    root's cron for a user stays that user's. A change of owner refused (or a file
+    system without owners) is no error."""
     with suppress(FileNotFoundError):
         st = os.stat(target)
-        with suppress(PermissionError):
+        try:
             os.chown(written, st.st_uid, st.st_gid)
-        with suppress(PermissionError):
-            os.chown(written, -1, st.st_gid)
+        except OSError:
+            with suppress(OSError):
+                os.chown(written, -1, st.st_gid)
     os.chmod(written, mode)
 
 
