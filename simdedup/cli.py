@@ -73,6 +73,7 @@ from .read import (
     read_documents,
     read_error,
     record_lines,
+    size_text,
     walk_reads,
     whole_text,
 )
@@ -459,9 +460,11 @@ def _one_line(text: str) -> str:
     return printable(text).translate(_CONTROL_ESCAPES)
 
 
-def _progress(items: Iterator[Decision], messages: Messages) -> Iterator[Decision]:
-    """A tqdm counter on stderr, only when stderr is a terminal and not -q."""
-    if messages.quiet or not _isatty(sys.stderr):
+def _progress(items: Iterator[Decision], messages: Messages, streamed: bool = False) -> Iterator[Decision]:
+    """A tqdm counter on stderr, only when stderr is a terminal and not -q; and not where
+    records or documents are `streamed` to stdout while it runs and stdout is a terminal
+    too (`tail -f log | simdedup filter`): the counter would be drawn into the lines."""
+    if messages.quiet or not _isatty(sys.stderr) or (streamed and _isatty(sys.stdout)):
         yield from items
         return
     from tqdm import tqdm
@@ -1264,9 +1267,11 @@ def _run(
     dd: Deduplicator,
     jobs: int = 1,
     keep_groups: bool = True,
+    streamed: bool = False,
 ) -> tuple[Summary, Groups, bool]:
-    """Read, fingerprint (in `jobs` processes), decide and write; returns the summary,
-    the groups (only counted, without keep_groups), and whether the run was interrupted."""
+    """Read, fingerprint (in `jobs` processes), decide and write (`streamed`: one of the
+    writers to stdout); returns the summary, the groups (only counted, without
+    keep_groups), and whether the run was interrupted."""
     summary = Summary()
     groups: Any = Groups() if keep_groups else _GroupCount()
 
@@ -1311,7 +1316,9 @@ def _run(
     start = time.perf_counter()
     interrupted = False
     decided = _decisions(made, dd, _idle(sources, stdin), flush, out)
-    shown = _progress(decided, messages)  # named: dropped when the loop ends, it would close `decided`
+    shown = _progress(
+        decided, messages, streamed
+    )  # named: dropped when the loop ends, it would close `decided`
     try:
         with _WRITING.installed() as handler:
             try:
@@ -1604,8 +1611,9 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
         _warn_if_format_unused(kw, outputs, messages)
         summary_json = outputs.open(kw["summary_json"], "--summary-json", replace=True)
         read_options = outputs.unread(read_options)
+        streamed = outputs.stdout_owner is not None
         summary, groups, interrupted = _run(
-            sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"]
+            sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"], streamed=streamed
         )
         with _finishing() as held:
             closed = False
@@ -1678,6 +1686,7 @@ def filter_(source: str | None, **kw: Any) -> None:
             dd,
             jobs=kw["jobs"],
             keep_groups=False,
+            streamed=True,
         )
         with _finishing() as held:
             stdout.flush()
@@ -1830,6 +1839,9 @@ def _read_whole(path: str, messages: Messages) -> Document:
     if looks_binary(data):
         raise CliError(f"{path}: a binary file, which scan skips: nothing to compare")
     text = whole_text(data[:MAX_DOC_SIZE], len(data) <= MAX_DOC_SIZE, path, messages.problem)
+    if len(data) > MAX_DOC_SIZE:
+        said = f"file is over {size_text(MAX_DOC_SIZE)}; compared on its first part, as scan fingerprints it"
+        messages.problem(Problem(path, "too-large", said))
     return Document(printable(path), text, os.fsencode(path))
 
 

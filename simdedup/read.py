@@ -826,7 +826,7 @@ def _long_line(body: bytes, raw: bytes, where: str, limit: int, on_problem: OnPr
 
 
 def _too_large(where: str, size: int, limit: int) -> Problem:
-    message = f"document is {_size(size)}; fingerprinted its first {_size(limit)} (--max-doc-size)"
+    message = f"document is {size_text(size)}; fingerprinted its first {size_text(limit)} (--max-doc-size)"
     return Problem(where, "too-large", message)
 
 
@@ -846,7 +846,7 @@ def _truncated(doc: Document, where: str, limit: int, on_problem: OnProblem) -> 
     return Document(doc.id, cut, doc.raw, doc.features)
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
@@ -1153,7 +1153,9 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
     truncated = len(data) > limit
     text = whole_text(data[:limit], not truncated, path, on_problem)
     if truncated:
-        on_problem(Problem(path, "too-large", f"file is over {_size(limit)}; fingerprinted its first part"))
+        on_problem(
+            Problem(path, "too-large", f"file is over {size_text(limit)}; fingerprinted its first part")
+        )
     return Document(printable(path), text, raw)
 
 

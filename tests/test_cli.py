@@ -910,13 +910,15 @@ def test_a_trickle_through_a_named_pipe_is_answered_as_it_comes(command: list[st
     assert (proc.returncode, rest) == (0, b""), stderr
 
 
-def stderr_on_a_terminal(args: list[str], env: dict[str, str] | None = None) -> str:
-    """Run simdedup with stderr on a pseudo-terminal and return what it wrote there."""
+def stderr_on_a_terminal(args: list[str], env: dict[str, str] | None = None, stdout_too: bool = False) -> str:
+    """Run simdedup with stderr (and stdout_too, stdout) on a pseudo-terminal and return
+    what it wrote there."""
 
     main_fd, terminal = pty.openpty()
     # A fresh pty is 0 x 0, and tqdm draws nothing at width 0: give it a real size.
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=terminal, env=env)
+    stdout = terminal if stdout_too else subprocess.DEVNULL
+    proc = subprocess.Popen(args, stdout=stdout, stderr=terminal, env=env)
     os.close(terminal)
     chunks = []
     while True:
@@ -947,6 +949,17 @@ def test_progress_and_colour_show_only_on_a_terminal(many_lines: Path, tmp_path:
         simdedup("scan", str(many_lines), str(tmp_path / "nope")), capture_output=True, text=True
     )
     assert " docs [" not in piped.stderr and "\x1b[" not in piped.stderr
+
+
+def test_no_progress_is_drawn_into_records_streamed_to_the_same_terminal(many_lines: Path) -> None:
+    # Trial: `tail -f log | simdedup filter` on a terminal showed "1 docs [00:00, 1.30
+    # docs/s]slow line 2": the counter was drawn into the lines filter writes.
+    for args in (["filter", str(many_lines)], ["scan", str(many_lines), "--report", "-"]):
+        shown = stderr_on_a_terminal(simdedup(*args), stdout_too=True)
+        assert " docs [" not in shown and "documents:" in shown, args
+        assert "document 29999 about" in shown or '"status"' in shown
+    listing = stderr_on_a_terminal(simdedup("scan", str(many_lines)), stdout_too=True)
+    assert " docs [" in listing  # the group listing comes after the run: the counter is gone by then
 
 
 def test_a_long_listing_on_a_terminal_is_tsv_not_a_table(
