@@ -1316,9 +1316,8 @@ def _run(
     start = time.perf_counter()
     interrupted = False
     decided = _decisions(made, dd, _idle(sources, stdin), flush, out)
-    shown = _progress(
-        decided, messages, streamed
-    )  # named: dropped when the loop ends, it would close `decided`
+    # named: dropped when the loop ends, it would close `decided`
+    shown = _progress(decided, messages, streamed)
     try:
         with _WRITING.installed() as handler:
             try:
