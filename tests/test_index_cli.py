@@ -295,48 +295,49 @@ def test_other_settings_are_refused_naming_the_setting(index: Path, day2: Path, 
     assert not unique.exists()
 
 
-def test_an_index_that_cannot_be_a_file_of_its_own_is_refused_leaving_nothing_behind(
-    day2: Path, tmp_path: Path
-) -> None:
-    # Trial: --index - made a file named "-", --index /dev/null left /dev/null.lock, and
-    # an index inside the folder scanned had its lock file read as an empty document.
+@pytest.fixture
+def crawl(tmp_path: Path) -> Path:
+    """A folder that a night's crawl wrote one page to."""
     folder = tmp_path / "crawl"
     folder.mkdir()
     (folder / "page.txt").write_text("a page of the crawl\n")
+    return folder
+
+
+def test_an_index_that_cannot_be_a_file_of_its_own_is_refused_leaving_nothing_behind(
+    crawl: Path, tmp_path: Path
+) -> None:
+    # Trial: --index - made a file named "-", --index /dev/null left /dev/null.lock, and
+    # an index inside the crawl scanned had its lock file read as an empty document.
     before = sorted(p.name for p in tmp_path.rglob("*"))
     for target, message in [
         ("-", "an index is a file, not stdin or stdout"),
         (str(tmp_path), "not a regular file"),
-        (str(folder / "seen.sdx"), f"--index {folder / 'seen.sdx'} is inside the input directory {folder}"),
+        (str(crawl / "seen.sdx"), f"--index {crawl / 'seen.sdx'} is inside the input directory {crawl}"),
     ]:
         for command in ("scan", "filter"):
-            result = run(command, str(folder), "--index", target)
+            result = run(command, str(crawl), "--index", target)
             assert result.exit_code == 2 and message in result.stderr, result.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
-    left_out = run("scan", str(folder), "--index", str(folder / "seen.sdx"), "--exclude", "seen.sdx*", "-q")
+    left_out = run("scan", str(crawl), "--index", str(crawl / "seen.sdx"), "--exclude", "seen.sdx*", "-q")
     assert left_out.exit_code == 0
 
 
-def test_an_index_named_as_an_input_is_refused_before_it_takes_in_its_own_bytes(
-    day2: Path, tmp_path: Path
-) -> None:
+def test_an_index_named_as_an_input_is_refused_before_it_takes_in_its_own_bytes(crawl: Path) -> None:
     # Trial: `scan crawl/* --index crawl/seen.sdx` read the index and its lock file as
     # documents and saved their rows into it for good; so did `scan --index F < F`.
-    folder = tmp_path / "crawl"
-    folder.mkdir()
-    (folder / "page.txt").write_text("a page of the crawl\n")
-    index = folder / "seen.sdx"
-    assert run("scan", "-q", str(folder / "page.txt"), "--index", str(index)).exit_code == 0
+    index = crawl / "seen.sdx"
+    assert run("scan", "-q", str(crawl / "page.txt"), "--index", str(index)).exit_code == 0
     stored = index.read_bytes()
-    lock = folder / "seen.sdx.lock"
+    lock = crawl / "seen.sdx.lock"
     assert lock.exists()  # flock's file stays beside the index
     for command, inputs, message in [
         (
             "scan",
-            [index, folder / "page.txt"],
+            [index, crawl / "page.txt"],
             f"--index {index} is the input {index}: its bytes would be added",
         ),
-        ("scan", [folder / "page.txt", lock], f"--index {index}'s lock file is the input {lock}"),
+        ("scan", [crawl / "page.txt", lock], f"--index {index}'s lock file is the input {lock}"),
         ("filter", [index], f"--index {index} is the input {index}"),
         ("filter", [lock], f"--index {index}'s lock file is the input {lock}"),
     ]:
