@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import errno
 import functools
 import gc
 import io
@@ -184,7 +185,7 @@ class SimdedupGroup(click.Group):
         _keep_freed_memory()
         _fewer_collections()
         try:
-            with _sigterm_as_ctrl_c():
+            with _signals_as_ctrl_c():
                 try:
                     return super().invoke(ctx)
                 except KeyboardInterrupt:  # where no command handles it: starting, loading an index
@@ -203,39 +204,67 @@ class SimdedupGroup(click.Group):
             raise CliError(f"stopped by an I/O error{where}: {e.strerror or e}") from e
 
 
-#: Whether SIGTERM stopped this run (see _sigterm_as_ctrl_c).
-_terminated = False
+#: The signal other than SIGINT that stopped this run, if one did (_signals_as_ctrl_c).
+_stopped_by: int | None = None
+
+#: What the signals that _signals_as_ctrl_c routes make the exit status.
+_SIGNAL_STATUS = {signal.SIGTERM: ExitStatus.TERMINATED}
+if hasattr(signal, "SIGHUP"):
+    _SIGNAL_STATUS[signal.SIGHUP] = ExitStatus.HUNG_UP
 
 
 @contextlib.contextmanager
-def _sigterm_as_ctrl_c() -> Iterator[None]:
-    """SIGTERM (timeout, a service manager, kill) stops a run as Ctrl-C does: what was
-    read is decided and written, --index is saved, and the exit status is 143. It goes
-    to SIGINT's handler, so that it takes effect where a Ctrl-C would (never in the
-    middle of a message to a worker, nor of a document's outputs), also where SIGINT is
-    ignored, as a script's background jobs have it. The handler before is restored after."""
-    global _terminated
-    _terminated = False  # a run's own (tests run several in one process)
+def _signals_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM (timeout, a service manager, kill) and SIGHUP (the terminal closed, an ssh
+    session dropped) stop a run as Ctrl-C does: what was read is decided and written,
+    --index is saved, and the exit status is 143 or 129. They go to SIGINT's handler, so
+    that they take effect where a Ctrl-C would (never in the middle of a message to a
+    worker, nor of a document's outputs), also where SIGINT is ignored, as a script's
+    background jobs have it. A signal already ignored (`nohup`) stays so. The handlers
+    before are restored after."""
+    global _stopped_by
+    _stopped_by = None  # a run's own (tests run several in one process)
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def on_term(signum: int, frame: Any) -> None:
-        global _terminated
-        _terminated = True
+    def on_signal(signum: int, frame: Any) -> None:
+        global _stopped_by
+        _stopped_by = signum
+        if signum != signal.SIGTERM:
+            _hung_up_terminals_to_devnull()
         handler = signal.getsignal(signal.SIGINT)
-        if not callable(handler):  # SIGINT ignored (a script's background job): not SIGTERM
+        if not callable(handler):  # SIGINT ignored (a script's background job): not these
             handler = _WRITING
-        handler(signal.SIGTERM, frame)
+        handler(signum, frame)
 
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:  # as Python does for Ctrl-C
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, on_term)
+    previous = {
+        signum: signal.signal(signum, on_signal)
+        for signum in _SIGNAL_STATUS
+        if signal.getsignal(signum) is not signal.SIG_IGN  # as Python does for Ctrl-C
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _hung_up_terminals_to_devnull() -> None:
+    """stdout and stderr on a terminal that hung up fail every write (EIO): they are
+    sent to /dev/null, as `nohup` would have sent them elsewhere, so that the run ends as
+    after SIGTERM, its other outputs and --index whole, instead of on an I/O error."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd = stream.fileno()
+            os.write(fd, b"")
+        except OSError as e:
+            if e.errno == errno.EIO:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, fd)
+                os.close(devnull)
+        except (AttributeError, ValueError):  # closed, or not a file (CliRunner)
+            pass
 
 
 class _Writing:
@@ -334,7 +363,7 @@ _STOPPED_AT_ONCE = (
 
 
 def _interrupted() -> ExitStatus:
-    return ExitStatus.TERMINATED if _terminated else ExitStatus.INTERRUPTED
+    return _SIGNAL_STATUS.get(_stopped_by, ExitStatus.INTERRUPTED)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- terminal helpers

@@ -482,19 +482,23 @@ def _whole_message() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
         if caught and callable(previous):
             previous(caught[0], None)
-        elif signal.SIGTERM in caught:  # the CLI's SIGTERM, passed on where SIGINT is ignored
-            raise KeyboardInterrupt
+        elif any(signum != signal.SIGINT for signum in caught):  # the CLI's SIGTERM or SIGHUP
+            raise KeyboardInterrupt  # passed on where SIGINT is ignored
+
+
+#: The signals that stop a run (cli._signals_as_ctrl_c), which workers ignore.
+_STOPPING = {signal.SIGINT, signal.SIGTERM} | ({signal.SIGHUP} if hasattr(signal, "SIGHUP") else set())
 
 
 @contextlib.contextmanager
 def _ctrl_c_held() -> Iterator[None]:
-    """SIGINT blocked (POSIX): a worker forked meanwhile starts with it blocked and
-    ignores it before it unblocks it, so a Ctrl-C as it starts cannot raise in it (a
-    traceback on stderr); this process gets that Ctrl-C when the block ends."""
+    """Ctrl-C, SIGTERM and SIGHUP blocked (POSIX): a worker forked meanwhile starts with
+    them blocked and ignores them before it unblocks them, so that one as it starts
+    cannot raise in it (a traceback on stderr); this process gets it when the block ends."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
     try:
         yield
     finally:
@@ -505,10 +509,12 @@ def _worker_main(conn: Connection, setup: Callable[[], Callable[[Any], Any]], pa
     """Do the task that setup() returns to each message that arrives and answer (True,
     what it returns), or (False, the traceback) on a bug; stop at an empty message or
     when the parent is gone."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so may SIGTERM: the parent stops them
-    if hasattr(signal, "pthread_sigmask"):  # forked with it blocked (_ctrl_c_held)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    # Ctrl-C reaches the whole process group, and so may SIGTERM and a terminal's SIGHUP:
+    # the parent stops the workers.
+    for signum in _STOPPING:
+        signal.signal(signum, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # forked with them blocked (_ctrl_c_held)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
     _die_with_parent(parent)
     task = setup()
     # Answers go out from a thread of their own, so that this one always reads on: a

@@ -23,6 +23,8 @@ class ExitStatus(IntEnum):
     INTERRUPTED = 130
     #: stopped by SIGTERM (timeout, a service manager, kill), handled as Ctrl-C is.
     TERMINATED = 143
+    #: stopped by SIGHUP (its terminal closed, an ssh session dropped), handled as Ctrl-C is.
+    HUNG_UP = 129
     #: the reader of stdout went away (`simdedup ... | head`).
     BROKEN_PIPE = 141
 

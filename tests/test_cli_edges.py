@@ -7,15 +7,18 @@ import bz2
 import codecs
 import contextlib
 import csv
+import fcntl
 import gzip
 import io
 import json
 import lzma
 import os
+import pty
 import random
 import signal
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -182,6 +185,56 @@ def test_sigterm_to_the_process_group_stops_filter_as_ctrl_c_does(
     written = len(out.read_bytes().splitlines())
     info = simdedup("index", "info", str(index), "--json")
     assert json.loads(info.stdout)["fingerprints"] == written > 0
+
+
+def _on_its_terminal() -> None:
+    fcntl.ioctl(2, termios.TIOCSCTTY, 0)  # stderr's pty, as a login shell's jobs have theirs
+
+
+@linux_only
+@pytest.mark.parametrize(("jobs", "stdout_too"), [("1", False), ("2", False), ("1", True)])
+def test_a_terminal_that_hangs_up_stops_filter_as_ctrl_c_does(
+    tmp_path: Path, jobs: str, stdout_too: bool
+) -> None:
+    # A closed terminal or a dropped ssh session (SIGHUP) killed the run: exit 129, no
+    # summary, --index not saved, so the next night wrote the same lines again. It now
+    # ends as after SIGTERM, though writes to its terminal fail (EIO) from then on.
+    index, out, report = tmp_path / "seen.sdx", tmp_path / "out.txt", tmp_path / "report.jsonl"
+    main_fd, terminal = pty.openpty()
+    args = ["filter", "-j", jobs, "--index", str(index), "--report", str(report)]
+    with (
+        out.open("wb") as stdout,
+        subprocess.Popen(
+            [sys.executable, "-m", "simdedup", *args],
+            stdin=subprocess.PIPE,
+            stdout=terminal if stdout_too else stdout,
+            stderr=terminal,
+            start_new_session=True,
+            preexec_fn=_on_its_terminal,
+        ) as proc,
+    ):
+        os.close(terminal)
+        os.set_blocking(main_fd, False)
+        assert proc.stdin is not None
+        proc.stdin.write("".join(f"{i} {LINE} {i * 7}\n" for i in range(3000)).encode())
+        proc.stdin.flush()  # and the pipe stays open: the run waits for more
+        deadline, shown = time.monotonic() + 60, b""
+        while not (out.stat().st_size or LINE.encode() in shown):
+            assert time.monotonic() < deadline, "nothing written"
+            with contextlib.suppress(OSError):
+                shown += os.read(main_fd, 1 << 16)  # the progress counter, or the lines
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.close(main_fd)  # the terminal hangs up: SIGHUP to its session's leader
+        proc.wait(timeout=60)
+    assert proc.returncode == 129
+    written = len(out.read_bytes().splitlines())
+    if stdout_too:  # written to the terminal, which is gone
+        written = sum(r["status"] == "unique" for r in map(json.loads, report.read_text().splitlines()))
+    records = [json.loads(line) for line in report.read_text().splitlines()]
+    unique = sum(r["status"] == "unique" for r in records)
+    info = simdedup("index", "info", str(index), "--json")
+    assert json.loads(info.stdout)["fingerprints"] == written == unique > 0
 
 
 @linux_only
