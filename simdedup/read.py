@@ -798,14 +798,35 @@ def _wide_encoding(data: bytes) -> str | None:
     return next((encoding for bom, encoding in _WIDE_BOMS if data.startswith(bom)), None)
 
 
+def _unmarked_utf16(start: bytes) -> str | None:
+    """"UTF-16LE" or "UTF-16BE" where a first line is such text without a byte-order
+    mark, as Windows tools write it: every other byte NUL (Latin text), the others not."""
+    sample = start[:256]
+    if len(sample) < 4:
+        return None
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    if odd * 2 >= len(sample) // 2 and not even:
+        return "UTF-16LE"
+    if even * 2 >= len(sample) - len(sample) // 2 and not odd:
+        return "UTF-16BE"
+    return None
+
+
 def _not_text(start: bytes, name: str) -> Problem | None:
     """Why a stream read line by line that starts with `start` is refused, or None:
     compressed data there (on stdin, or in a file not named for its format) would be read
-    as lines of binary, and `filter` would write back a damaged stream."""
+    as lines of binary, and `filter` would write back a damaged stream; UTF-16 or UTF-32
+    text as lines of NUL-split garbage (their newlines are two or four bytes)."""
     if (encoding := _wide_encoding(start)) is not None:
         upper = encoding.upper()
         message = f"{upper} text is not read line by line: convert it to UTF-8 (iconv -f {upper} -t UTF-8)"
         return Problem(name, encoding.replace("-", ""), message)
+    if (unmarked := _unmarked_utf16(start)) is not None:
+        message = (
+            f"this looks like {unmarked} text without a byte-order mark, which is not read line by "
+            f"line: convert it to UTF-8 (iconv -f {unmarked} -t UTF-8)"
+        )
+        return Problem(name, "utf16", message)
     for codec in CODECS:
         if codec.magic.match(start):
             how = f"{codec.cat} it into simdedup"

@@ -1291,6 +1291,20 @@ def test_utf16_and_32_are_read_as_a_directory_member_and_refused_line_by_line(
         )
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_refused_line_by_line(tmp_path: Path, encoding: str) -> None:
+    # Named as a file (a Windows tool's export), it was read as lines of NUL-split
+    # garbage without a word, and `filter` wrote them back (trial).
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(f"{LINE}\n{LINE}\nhi\n".encode(encoding))
+    name = encoding.replace("-", "").upper().replace("UTF16", "UTF-16")
+    hint = f"this looks like {name} text without a byte-order mark, which is not read line by line"
+    for refused in (run("filter", str(lines)), run("filter", input=lines.read_bytes())):
+        assert refused.exit_code == 3 and refused.stdout == ""
+        assert f"error: {hint}: convert it to UTF-8 (iconv -f {name} -t UTF-8)" in refused.stderr
+    assert run("filter", input=f"{LINE}\n{OTHER}\n".encode("utf-8")).exit_code == 0
+
+
 def test_gzip_data_on_stdin_or_in_a_file_not_named_gz_is_refused_not_read_as_lines(tmp_path: Path) -> None:
     # Read as lines, it gave thousands of errors, or a `filter` that wrote back a gzip
     # stream with some "duplicate" lines removed: a damaged file (trial).
