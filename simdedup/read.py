@@ -799,7 +799,7 @@ def _wide_encoding(data: bytes) -> str | None:
 
 
 def _unmarked_utf16(start: bytes) -> str | None:
-    """"UTF-16LE" or "UTF-16BE" where a first line is such text without a byte-order
+    """The encoding, UTF-16LE or UTF-16BE, where a first line is such text without a byte-order
     mark, as Windows tools write it: every other byte NUL (Latin text), the others not."""
     sample = start[:256]
     if len(sample) < 4:

@@ -1302,7 +1302,7 @@ def test_utf16_without_a_byte_order_mark_is_refused_line_by_line(tmp_path: Path,
     for refused in (run("filter", str(lines)), run("filter", input=lines.read_bytes())):
         assert refused.exit_code == 3 and refused.stdout == ""
         assert f"error: {hint}: convert it to UTF-8 (iconv -f {name} -t UTF-8)" in refused.stderr
-    assert run("filter", input=f"{LINE}\n{OTHER}\n".encode("utf-8")).exit_code == 0
+    assert run("filter", input=f"{LINE}\n{OTHER}\n".encode()).exit_code == 0
 
 
 def test_gzip_data_on_stdin_or_in_a_file_not_named_gz_is_refused_not_read_as_lines(tmp_path: Path) -> None:
