@@ -382,7 +382,11 @@ _CONTROL_ESCAPES = {
 
 
 def _color() -> bool | None:
-    return False if os.environ.get("NO_COLOR") else None  # None: click decides by isatty
+    """Whether stderr's messages are styled: never with NO_COLOR, always with FORCE_COLOR
+    (as rich has them for the table), else where click finds a terminal (None)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    return True if os.environ.get("FORCE_COLOR") else None
 
 
 def _echo(text: str) -> None:

@@ -956,6 +956,16 @@ def test_no_color_leaves_the_terminal_table_without_any_style(tmp_path: Path) ->
     assert "kept" in plain.stdout and "\x1b[" not in plain.stdout
 
 
+def test_force_color_styles_the_messages_too(tmp_path: Path) -> None:
+    # It coloured the table but not stderr's `error:` (a trial): CI logs that keep colour.
+    missing = str(tmp_path / "nosuch.txt")
+    styled = run("scan", missing, env={"FORCE_COLOR": "1", "NO_COLOR": ""})
+    assert f"{missing}: \x1b[31m\x1b[1merror\x1b[0m: no such file" in styled.stderr
+    for env in ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, {"FORCE_COLOR": "", "NO_COLOR": ""}):
+        plain = run("scan", missing, env=env)
+        assert f"{missing}: error: no such file" in plain.stderr and "\x1b[" not in plain.stderr
+
+
 def test_help_says_what_shared_options_do_in_fingerprint_and_compare() -> None:
     fingerprint = " ".join(run("fingerprint", "--help").stdout.split())
     assert "-k, --distance INTEGER RANGE Not used here (a fingerprint does not depend on it)" in fingerprint
