@@ -454,6 +454,8 @@ class Messages:
     they hold of file names and ids is made inert (_one_line); only our styles remain."""
 
     def __init__(self, quiet: bool = False, verbose: bool = False) -> None:
+        if quiet and verbose:
+            raise click.UsageError("-q (say nothing but errors) and -v (say more) ask for opposite things")
         self.quiet, self.verbose = quiet, verbose
         self.progress_active = False
 
@@ -772,6 +774,11 @@ def _index_session(kw: dict[str, Any], settings: Settings) -> IndexSession | con
 
 
 def _settings(kw: dict[str, Any]) -> Settings:
+    if kw["tokenizer"] != "chars" and _given("ngram"):
+        raise click.UsageError(
+            f"--ngram is the length of --tokenizer chars's features; with --tokenizer {kw['tokenizer']} "
+            "it would do nothing"
+        )
     return Settings(
         tokenizer=kw.pop("tokenizer"),
         ngram=kw.pop("ngram"),
@@ -797,7 +804,18 @@ def _read_options(kw: dict[str, Any], sources: list[str]) -> ReadOptions:
         max_doc_size=kw.pop("max_doc_size"),
     )
     _check_fields(sources, options)
+    walked = ("glob", "exclude")
+    if (given := next((n for n in walked if _given(n)), None)) and not any(map(os.path.isdir, sources)):
+        raise click.UsageError(
+            f"--{given} chooses among the files of a directory, and no directory is given: "
+            "it would do nothing"
+        )
     return options
+
+
+def _given(name: str) -> bool:
+    """Whether the option of parameter `name` was given on the command line."""
+    return click.get_current_context().get_parameter_source(name) == ParameterSource.COMMANDLINE
 
 
 #: The options that only JSONL records have a use for.
@@ -807,8 +825,7 @@ _RECORD_FIELDS = ("text_field", "id_field", "features_field")
 def _check_fields(sources: list[str], options: ReadOptions) -> None:
     """A field option given where no input is read as JSONL records would do nothing:
     each JSON line would be fingerprinted whole, its markup and id too (a trial)."""
-    ctx = click.get_current_context()
-    given = [name for name in _RECORD_FIELDS if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+    given = [name for name in _RECORD_FIELDS if _given(name)]
     if given and not any(options.is_jsonl(s) and not os.path.isdir(s) for s in sources):
         option = "--" + given[0].replace("_", "-")
         raise click.UsageError(

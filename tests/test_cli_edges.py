@@ -831,18 +831,43 @@ def test_a_run_name_already_in_the_index_is_warned_about(tmp_path: Path) -> None
     assert "warning" not in run("filter", str(lines), "-q", "--index", str(seen), "--run-name", "x").stderr
 
 
-def test_an_index_takes_any_ngram_unless_it_makes_character_ngrams(tmp_path: Path) -> None:
-    # --ngram is read by --tokenizer chars only: the fingerprints are the same otherwise.
+def test_ngram_is_refused_unless_it_makes_character_ngrams_and_an_index_keeps_it(tmp_path: Path) -> None:
+    # --ngram is read by --tokenizer chars only: given with another, it did nothing
+    # without a word (a trial).
     lines = tmp_path / "lines.txt"
     lines.write_text(f"{LINE}\n{OTHER}\n")
-    words, chars = tmp_path / "words.sdx", tmp_path / "chars.sdx"
-    run("scan", str(lines), "-q", "--index", str(words))
-    assert run("scan", str(lines), "-q", "--index", str(words), "--ngram", "4").exit_code == 0
+    chars = tmp_path / "chars.sdx"
+    for command in ("scan", "filter", "fingerprint"):
+        ignored = CliRunner().invoke(main, [command, str(lines), "--ngram", "4", "--tokenizer", "words"])
+        assert ignored.exit_code == 2 and ignored.stdout == ""
+        assert (
+            "--ngram is the length of --tokenizer chars's features; with --tokenizer words" in ignored.output
+        )
     run("scan", str(lines), "-q", "--index", str(chars), "--tokenizer", "chars")
     refused = CliRunner().invoke(
         main, ["scan", str(lines), "-q", "--index", str(chars), "--tokenizer", "chars", "--ngram", "4"]
     )
     assert refused.exit_code == 2 and "ngram is 3 there, 4 in this run" in refused.output
+
+
+def test_glob_or_exclude_without_a_directory_and_quiet_with_verbose_are_refused(tmp_path: Path) -> None:
+    # Each did nothing without a word (a trial): `scan *.txt --exclude drafts` read the drafts.
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{LINE}\n")
+    for option in ("--glob", "--exclude"):
+        for inputs in ([str(lines)], ["-"]):
+            refused = CliRunner().invoke(main, ["filter", *inputs, option, "*.txt"], input=f"{LINE}\n")
+            assert refused.exit_code == 2 and refused.stdout == ""
+            assert (
+                f"{option} chooses among the files of a directory, and no directory is given"
+                in refused.output
+            )
+        assert run("scan", str(lines), str(tmp_path), option, "*.txt", "-q").exit_code == 0
+    both = CliRunner().invoke(main, ["scan", str(lines), "-q", "-v"])
+    assert (
+        both.exit_code == 2
+        and "-q (say nothing but errors) and -v (say more) ask for opposite" in both.output
+    )
 
 
 def test_index_info_names_the_newest_run_after_a_merge(tmp_path: Path) -> None:
