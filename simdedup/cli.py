@@ -1435,8 +1435,13 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
         plain = bool(os.environ.get("NO_COLOR"))  # no styles at all, as on stderr
         bold = None if plain else "bold"
         table = Table(box=None, header_style=bold)
-        for column in columns:  # long ids wrap on a narrow terminal; none is cut short
-            table.add_column(column, overflow="fold")
+        # Long ids and run names wrap on a narrow terminal; the other columns never do, and
+        # none is cut short: a terminal too narrow for them all gets lines wider than it.
+        widths = {"status": len("duplicate"), "fingerprint": (bits + 3) // 4, "id": 12, "run": 12}
+        for column in columns:
+            wraps = column in ("id", "run")
+            width = max(len(column), widths.get(column, 0))
+            table.add_column(column, overflow="fold", no_wrap=not wraps, min_width=width)
         for row in groups.rows(kept_ids, kept_fps, bits, runs):
             style = bold if row["status"] == "kept" else None
             # Text: an id is shown as it is, never read as rich's markup ("[/x]" raised) or
@@ -1444,6 +1449,7 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
             # one holding a backslash and an n were both shown as `a\\nb` (a trial).
             table.add_row(*(Text(_one_line(str(row[c]).replace("\\", "\\\\"))) for c in columns), style=style)
         console = Console(no_color=plain or None)
+        console.width = max(console.width, sum(c.min_width or 0 for c in table.columns) + 2 * len(columns))
         with console.capture() as captured:  # rendered for this terminal, colours and width
             console.print(table)
         # Not by rich: its one large write. Its colours kept: the ids are inert (_one_line).

@@ -981,6 +981,23 @@ def test_no_color_leaves_the_terminal_table_without_any_style(tmp_path: Path) ->
     assert "kept" in plain.stdout and "\x1b[" not in plain.stdout
 
 
+def test_a_narrow_terminal_wraps_ids_in_the_table_but_never_a_fingerprint(tmp_path: Path) -> None:
+    # At 50 columns the fingerprints wrapped (`d914868b3` over `5c9df7e`); at 40 the id
+    # column was dropped and the fingerprints cut short (a trial, then a check of it).
+    folder = tmp_path / "a_long_folder_name_for_the_crawl_of_the_day" / "another_long_subfolder"
+    folder.mkdir(parents=True)
+    for name in ("page_one.txt", "page_two.txt"):
+        (folder / name).write_text(f"{LINE}\n")
+    fingerprint = run("fingerprint", str(folder / "page_one.txt")).stdout.split("\t")[0]
+    for width in ("40", "50", "200"):
+        table = run("scan", str(folder), "--format", "table", env={"COLUMNS": width, "NO_COLOR": "1"}).stdout
+        header, *rows = table.splitlines()
+        assert sum(fingerprint in row for row in rows) == 2, table
+        start, end = header.index(" id ") + 1, header.index("distance")
+        ids = "".join(row[start:end].strip() for row in rows)  # the id column's pieces, in order
+        assert ids == f"{folder / 'page_one.txt'}{folder / 'page_two.txt'}", table
+
+
 def test_force_color_styles_the_messages_too(tmp_path: Path) -> None:
     # It coloured the table but not stderr's `error:` (a trial): CI logs that keep colour.
     missing = str(tmp_path / "nosuch.txt")
