@@ -449,6 +449,44 @@ def _isatty(stream: IO[Any]) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def _hang_up_dropped() -> Iterator[None]:
+    """A message to a terminal that hung up (EIO) is dropped, and the terminal with it
+    (_hung_up_terminals_to_devnull): the run goes on, as under `nohup`, and ends as its
+    SIGHUP says, not on an I/O error, also where that signal comes after the write (the
+    shell passes it on) or never (SIGHUP ignored)."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno != errno.EIO:
+            raise
+        _hung_up_terminals_to_devnull()
+
+
+class _Messages:
+    """stderr for tqdm.write, with _hang_up_dropped (tqdm's bars drop EIO themselves)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        with _hang_up_dropped():
+            self.stream.write(text)
+
+    def flush(self) -> None:
+        with _hang_up_dropped():
+            self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def __eq__(self, other: object) -> bool:  # tqdm.write finds the bars on its stream so
+        return self.stream is getattr(other, "stream", other)
+
+    def __hash__(self) -> int:
+        return id(self.stream)
+
+
 class Messages:
     """Everything said on stderr: input problems, the summary, --verbose details. What
     they hold of file names and ids is made inert (_one_line); only our styles remain."""
@@ -464,9 +502,10 @@ class Messages:
             from tqdm import tqdm
 
             # Only on a terminal (see _progress), so styles stay unless NO_COLOR says no.
-            tqdm.write(click.unstyle(text) if _color() is False else text, file=sys.stderr)
+            tqdm.write(click.unstyle(text) if _color() is False else text, file=_Messages(sys.stderr))
         else:
-            click.echo(text, err=True, color=_color())
+            with _hang_up_dropped():
+                click.echo(text, err=True, color=_color())
 
     def problem(self, p: Problem) -> None:
         if p.severity == "error":

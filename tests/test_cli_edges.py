@@ -191,10 +191,18 @@ def _on_its_terminal() -> None:
     fcntl.ioctl(2, termios.TIOCSCTTY, 0)  # stderr's pty, as a login shell's jobs have theirs
 
 
+def _on_its_terminal_ignoring_hang_ups() -> None:
+    _on_its_terminal()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # `trap '' HUP`, or a shell's disowned job
+
+
 @linux_only
-@pytest.mark.parametrize(("jobs", "stdout_too"), [("1", False), ("2", False), ("1", True)])
+@pytest.mark.parametrize(
+    ("jobs", "stdout_too", "ignored"),
+    [("1", False, False), ("2", False, False), ("1", True, False), ("1", False, True)],
+)
 def test_a_terminal_that_hangs_up_stops_filter_as_ctrl_c_does(
-    tmp_path: Path, jobs: str, stdout_too: bool
+    tmp_path: Path, jobs: str, stdout_too: bool, ignored: bool
 ) -> None:
     # A closed terminal or a dropped ssh session (SIGHUP) killed the run: exit 129, no
     # summary, --index not saved, so the next night wrote the same lines again. It now
@@ -210,7 +218,7 @@ def test_a_terminal_that_hangs_up_stops_filter_as_ctrl_c_does(
             stdout=terminal if stdout_too else stdout,
             stderr=terminal,
             start_new_session=True,
-            preexec_fn=_on_its_terminal,
+            preexec_fn=_on_its_terminal_ignoring_hang_ups if ignored else _on_its_terminal,
         ) as proc,
     ):
         os.close(terminal)
@@ -226,8 +234,12 @@ def test_a_terminal_that_hangs_up_stops_filter_as_ctrl_c_does(
             time.sleep(0.05)
         time.sleep(0.5)
         os.close(main_fd)  # the terminal hangs up: SIGHUP to its session's leader
+        if ignored:  # the run goes on to the end of its input, its messages dropped, not
+            time.sleep(0.5)  # an I/O error (exit 1, --index not saved)
+            proc.stdin.write("".join(f"{i} {OTHER} {i * 7}\n" for i in range(3000)).encode())
+            proc.stdin.close()
         proc.wait(timeout=60)
-    assert proc.returncode == 129
+    assert proc.returncode == (0 if ignored else 129)
     written = len(out.read_bytes().splitlines())
     if stdout_too:  # written to the terminal, which is gone
         written = sum(r["status"] == "unique" for r in map(json.loads, report.read_text().splitlines()))
