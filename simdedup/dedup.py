@@ -362,7 +362,13 @@ def checked_fingerprints(docs: Sequence[Document], fps: Sequence[int | None]) ->
     checked_documents(docs)
     if len(fps) != len(docs):
         raise ValueError(f"{len(docs)} documents but {len(fps)} fingerprints")
-    return fps.tolist() if isinstance(fps, np.ndarray) else fps
+    if isinstance(fps, np.ndarray):
+        if fps.ndim == 1 and fps.dtype.kind == "i" and fps.dtype.itemsize == 8:
+            fps = fps.view(np.uint64)  # Spark's and Parquet's int64: its bits, as index._words reads it
+        return fps.tolist()  # type: ignore[no-any-return]
+    if all(type(fp) is int or fp is None for fp in fps):
+        return fps
+    return [int(fp) if isinstance(fp, np.integer) else fp for fp in fps]  # the rest refused later
 
 
 def batches(

@@ -412,6 +412,10 @@ class VerifyingDeduplicator(Deduplicator):
         if sketches is not None:
             if sketches.shape != (len(docs), self.sketcher.nbytes):
                 raise ValueError(f"{len(docs)} documents but sketches of shape {sketches.shape}")
+            if sketches.dtype != np.uint8:  # floats from a DataFrame were compared as they were
+                raise ValueError(
+                    f"sketches are a uint8 array (fingerprints_and_sketches makes them), not {sketches.dtype}"
+                )
             mine = sketches[present]
         else:
             mine = np.zeros((len(present), self.sketcher.nbytes), np.uint8)
