@@ -1991,7 +1991,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     names = [d.id for d in docs]
     if fa is None or fb is None:  # an empty document is near nothing: exit 1, said as such
         empty = [name for name, fp in zip(names, (fa, fb)) if fp is None]
-        why = f"{' and '.join(empty)}: no features (empty, or only whitespace and punctuation)"
+        why = f"{' and '.join(empty)}: no features (empty, or only whitespace, punctuation and symbols)"
         if as_json:
             sides = {
                 side: {
@@ -2093,7 +2093,9 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
 @main.command(name="calibrate")
 @_reworded(
     distance="Not used here (every distance from 0 to --max-distance is scored); taken so that every"
-    " command accepts the same fingerprint options."
+    " command accepts the same fingerprint options.",
+    no_verify="Score the options given without verification as the main preset, and with it as the"
+    " other (see above).",
 )
 @click.argument("pairs_path", metavar="PAIRS", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @fingerprint_options

@@ -823,7 +823,7 @@ def test_calibrate_names_a_json_list_and_warns_of_pairs_of_one_kind(tmp_path: Pa
 def test_compare_says_an_empty_document_is_near_nothing_in_text_and_json() -> None:
     said = CliRunner().invoke(main, ["compare", "--text", "", "--text", "x y"])
     assert said.exit_code == 1
-    why = "--text 1: no features (empty, or only whitespace and punctuation)"
+    why = "--text 1: no features (empty, or only whitespace, punctuation and symbols)"
     assert said.stdout == f"verdict     not near-duplicates ({why})\n"
     result = CliRunner().invoke(main, ["compare", "--json", "--text", "", "--text", "x y"])
     assert result.exit_code == 1
@@ -1027,6 +1027,10 @@ def test_help_says_what_shared_options_do_in_fingerprint_and_compare() -> None:
     assert "scan --no-verify does" in " ".join(run("compare", "--help").stdout.split())
     scan = " ".join(run("scan", "--help").stdout.split())
     assert "-k, --distance INTEGER RANGE Near-duplicates differ" in scan and "index layout" in scan
+    calibrate = " ".join(run("calibrate", "--help").stdout.split())  # it said scan's, of memory (trial)
+    assert (
+        "--no-verify Score the options given without verification" in calibrate and "memory" not in calibrate
+    )
 
 
 @linux_only
