@@ -235,7 +235,7 @@ def test_a_terminal_that_hangs_up_stops_filter_as_ctrl_c_does(
         time.sleep(0.5)
         os.close(main_fd)  # the terminal hangs up: SIGHUP to its session's leader
         if ignored:  # the run goes on to the end of its input, its messages dropped, not
-            time.sleep(0.5)  # an I/O error (exit 1, --index not saved)
+            time.sleep(0.5)  # an I/O error at the summary (exit 1 where the run went well)
             proc.stdin.write("".join(f"{i} {OTHER} {i * 7}\n" for i in range(3000)).encode())
             proc.stdin.close()
         proc.wait(timeout=60)
