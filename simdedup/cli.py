@@ -193,13 +193,13 @@ class SimdedupGroup(click.Group):
         except SimdedupError as e:
             raise CliError(str(e), e.exit_status) from e
         except BrokenPipeError:  # `simdedup ... | head`: stop quietly
-            _stdout_to_devnull()
+            _to_devnull(sys.stdout)
             sys.exit(ExitStatus.BROKEN_PIPE)
         except OSError as e:  # an output that takes no more (a full disk), an I/O error
             try:
                 sys.stdout.flush()  # what stdout holds, when it is not what failed
             except (OSError, ValueError):
-                _stdout_to_devnull()  # so that the interpreter's last flush cannot fail again
+                _to_devnull(sys.stdout)  # so that the interpreter's last flush cannot fail again
             where = f": {printable(str(e.filename))}" if e.filename else ""
             raise CliError(f"stopped by an I/O error{where}: {e.strerror or e}") from e
 
@@ -256,13 +256,10 @@ def _hung_up_terminals_to_devnull() -> None:
     after SIGTERM, its other outputs and --index whole, instead of on an I/O error."""
     for stream in (sys.stdout, sys.stderr):
         try:
-            fd = stream.fileno()
-            os.write(fd, b"")
+            os.write(stream.fileno(), b"")
         except OSError as e:
             if e.errno == errno.EIO:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, fd)
-                os.close(devnull)
+                _to_devnull(stream)
         except (AttributeError, ValueError):  # closed, or not a file (CliRunner)
             pass
 
@@ -454,37 +451,13 @@ def _hang_up_dropped() -> Iterator[None]:
     """A message to a terminal that hung up (EIO) is dropped, and the terminal with it
     (_hung_up_terminals_to_devnull): the run goes on, as under `nohup`, and ends as its
     SIGHUP says, not on an I/O error, also where that signal comes after the write (the
-    shell passes it on) or never (SIGHUP ignored)."""
+    shell passes it on) or never (SIGHUP ignored). (tqdm's bars drop EIO themselves.)"""
     try:
         yield
     except OSError as e:
         if e.errno != errno.EIO:
             raise
         _hung_up_terminals_to_devnull()
-
-
-class _Messages:
-    """stderr for tqdm.write, with _hang_up_dropped (tqdm's bars drop EIO themselves)."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.stream = stream
-
-    def write(self, text: str) -> None:
-        with _hang_up_dropped():
-            self.stream.write(text)
-
-    def flush(self) -> None:
-        with _hang_up_dropped():
-            self.stream.flush()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-    def __eq__(self, other: object) -> bool:  # tqdm.write finds the bars on its stream so
-        return self.stream is getattr(other, "stream", other)
-
-    def __hash__(self) -> int:
-        return id(self.stream)
 
 
 class Messages:
@@ -498,13 +471,13 @@ class Messages:
         self.progress_active = False
 
     def _say(self, text: str) -> None:
-        if self.progress_active:
-            from tqdm import tqdm
+        with _hang_up_dropped():
+            if self.progress_active:
+                from tqdm import tqdm
 
-            # Only on a terminal (see _progress), so styles stay unless NO_COLOR says no.
-            tqdm.write(click.unstyle(text) if _color() is False else text, file=_Messages(sys.stderr))
-        else:
-            with _hang_up_dropped():
+                # Only on a terminal (see _progress), so styles stay unless NO_COLOR says no.
+                tqdm.write(click.unstyle(text) if _color() is False else text, file=sys.stderr)
+            else:
                 click.echo(text, err=True, color=_color())
 
     def problem(self, p: Problem) -> None:
@@ -1618,12 +1591,15 @@ def _finish(
     return status
 
 
-def _stdout_to_devnull() -> None:
-    """After a broken pipe: point stdout at /dev/null, so the interpreter's final flush
-    cannot fail again."""
+def _to_devnull(stream: IO[Any]) -> None:
+    """Point `stream` at /dev/null (stdout after a broken pipe, a terminal that hung up),
+    so that no later write to it, the interpreter's final flush included, can fail again."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(devnull, sys.stdout.fileno())
+    try:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
 
 
 # ---------------------------------------------------------------- commands
@@ -1716,7 +1692,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
                 try:
                     _write_groups(groups, dd, fmt, session)
                 except BrokenPipeError:  # `scan ... | head`: every document was decided already
-                    _stdout_to_devnull()
+                    _to_devnull(sys.stdout)
                     closed = True
             fail = kw["fail_on_duplicates"]
             status = _finish(summary, dd, messages, interrupted, fail, summary_json, session, closed, held)

@@ -362,10 +362,9 @@ def checked_fingerprints(docs: Sequence[Document], fps: Sequence[int | None]) ->
     checked_documents(docs)
     if len(fps) != len(docs):
         raise ValueError(f"{len(docs)} documents but {len(fps)} fingerprints")
-    if isinstance(fps, np.ndarray):
-        if fps.ndim == 1 and fps.dtype.kind == "i" and fps.dtype.itemsize == 8:
-            fps = fps.view(np.uint64)  # Spark's and Parquet's int64: its bits, as index._words reads it
-        return fps.tolist()  # type: ignore[no-any-return]
+    if isinstance(fps, np.ndarray):  # int64 read as its bits, floats refused, as near_pairs does
+        words = fps.ndim == 1 and fps.dtype != object  # not wide ints, nor rows of words
+        return (fingerprint_array(fps) if words else fps).tolist()  # type: ignore[no-any-return]
     if all(type(fp) is int or fp is None for fp in fps):
         return fps
     return [int(fp) if isinstance(fp, np.integer) else fp for fp in fps]  # the rest refused later

@@ -236,10 +236,11 @@ def test_a_terminal_that_hangs_up_stops_filter_as_ctrl_c_does(
         os.close(main_fd)  # the terminal hangs up: SIGHUP to its session's leader
         if ignored:  # the run goes on to the end of its input, its messages dropped, not
             time.sleep(0.5)  # an I/O error at the summary (exit 1 where the run went well)
-            proc.stdin.write("".join(f"{i} {OTHER} {i * 7}\n" for i in range(3000)).encode())
+            more = "".join(f"{i} {OTHER} {i * 7}\n" for i in range(3000)).encode()
+            proc.stdin.write(b"not \xff UTF-8\n" + more)  # an error said over the progress counter
             proc.stdin.close()
         proc.wait(timeout=60)
-    assert proc.returncode == (0 if ignored else 129)
+    assert proc.returncode == (3 if ignored else 129)
     written = len(out.read_bytes().splitlines())
     if stdout_too:  # written to the terminal, which is gone
         written = sum(r["status"] == "unique" for r in map(json.loads, report.read_text().splitlines()))

@@ -314,8 +314,10 @@ def test_decide_many_takes_int64_fingerprints_and_numpy_integers_as_near_pairs_d
             decided = make().decide_many(docs, given)
             assert [(d.status, d.fingerprint, d.duplicate_of) for d in decided] == expected
             assert all(type(d.fingerprint) is int for d in decided)
-    with pytest.raises(ValueError, match="a fingerprint is an int"):
+    with pytest.raises(ValueError, match="not an array of float64"):
         Deduplicator().decide_many(docs[:2], np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="a fingerprint is an int"):
+        Deduplicator().decide_many(docs[:2], [1.0, 2.0])
 
 
 def test_sketches_that_are_not_bytes_are_refused() -> None:
