@@ -2,9 +2,12 @@
 
 What features.py, fingerprint.py and sketch.py do for a batch of ASCII texts in several
 numpy passes (\\w+ words, xxh3-64, +-1 column sums, the head window, the verification
-sketch), done here per document in one compiled loop over the batch's bytes, with the
-same results, bit for bit (tests/test_compiled_text.py). Pure functions of arrays: none
-keeps state between calls or prints.
+sketch), done here in one compiled call, with the same results, bit for bit
+(tests/test_compiled_text.py). A first pass over the batch's bytes, without branches,
+folds their case and marks which are word bytes, one bit a byte; then each document's
+words are found 64 bytes at a time, as the bits where that mark changes, and hashed,
+summed and sketched in one loop. Pure functions of arrays: none keeps state between
+calls or prints.
 
 numba costs a process about half a second the first time it calls a compiled function
 (compiled.py's docstring), so callers switch to this core only once a run is large
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .fingerprint import _LANE_MASK as _LANE
 from .fingerprint import _LANE_MAX
@@ -104,10 +108,54 @@ def _xxh3(buf, at, n):  # type: ignore[no-untyped-def]
     return _avalanche(acc)
 
 
+_U8 = np.uint8
+_ONE = np.uint64(1)
+#: Eight bytes of 0 or 1 (little-endian, in a word) times this: their eight bits in the top byte.
+_GATHER_BITS = np.uint64(0x0102040810204080)
+
+
 @njit(inline="always")
-def _is_word(c):  # type: ignore[no-untyped-def]
-    # \w in case-folded ASCII text: [0-9a-z_].
-    return (97 <= c <= 122) or (48 <= c <= 57) or c == 95
+def _fold(raw, low, word_bits):  # type: ignore[no-untyped-def]
+    """low: raw's ASCII bytes case-folded; word_bits: bit i % 64 of word i // 64 is 1
+    where low[i] is a \\w byte, [0-9a-z_]. Branch-free, so LLVM vectorizes it."""
+    n = raw.shape[0]
+    is_word = np.zeros(64 * word_bits.shape[0], np.uint8)
+    for i in range(n):
+        c = raw[i]
+        c += _U8(32) * _U8(_U8(c - _U8(65)) < _U8(26))  # A-Z
+        low[i] = c
+        is_word[i] = _U8(_U8(c - _U8(97)) < _U8(26)) | _U8(_U8(c - _U8(48)) < _U8(10)) | _U8(c == _U8(95))
+    eights = is_word.view(np.uint64)
+    for w in range(word_bits.shape[0]):
+        x = np.uint64(0)
+        for j in range(8):
+            x |= ((eights[8 * w + j] * _GATHER_BITS) >> np.uint64(56)) << np.uint64(8 * j)
+        word_bits[w] = x
+
+
+@njit(inline="always")
+def _word_edges(word_bits, start, end, edges):  # type: ignore[no-untyped-def]
+    """Where the words of [start, end) start and end, in order, into `edges` (a word
+    ends where the span does if it is still open there); how many were written. One
+    step per 64 bytes and one per edge, found as the bits where word_bits changes."""
+    count = 0
+    before = np.uint64(0)  # the last byte of the 64 before, as a bit
+    for base in range(start & ~63, end, 64):
+        w = word_bits[base >> 6]
+        if base < start:
+            w &= ~((_ONE << np.uint64(start - base)) - _ONE)
+        if end - base < 64:
+            w &= (_ONE << np.uint64(end - base)) - _ONE
+        changes = w ^ ((w << _ONE) | before)
+        before = w >> np.uint64(63)
+        while changes:
+            edges[count] = base + trailing_zeros(changes)
+            count += 1
+            changes &= changes - _ONE
+    if count % 2:
+        edges[count] = end
+        count += 1
+    return count
 
 
 @njit(inline="always")
@@ -143,16 +191,23 @@ def _fingerprint(hashes, lo, hi, lanes, ones):  # type: ignore[no-untyped-def]
 
 @njit(cache=True, nogil=True)
 def ascii_documents(
-    buf, starts, ends, heads, log2_bins, bits, fps, found, head_fps, has_head, sketches, done
+    raw, starts, ends, heads, log2_bins, bits, fps, found, head_fps, has_head, sketches, done
 ):  # type: ignore[no-untyped-def]
-    """For each document d, buf[starts[d]:ends[d]] (case-folded ASCII bytes): its
+    """For each document d, raw[starts[d]:ends[d]] (ASCII bytes, case-folded here): its
     fingerprint (fps[d]; found[d]: it has a word), with `heads` its head fingerprint
     (head_fps[d]; has_head[d]: it has more than HEAD_TOKENS words), and where
     sketches has rows, its one-permutation sketch of 2 ** log2_bins bins of `bits`
     bits (sketch.OnePermutation.sketch of sketch.shingles_of_units of its words).
     done[d] is False for a document with a word longer than xxh3.VECTORIZED_MAX
     bytes, which the numpy path hashes instead (its other outputs are not written)."""
-    hashes = np.empty(1024, np.uint64)
+    buf = np.empty(raw.shape[0], np.uint8)
+    word_bits = np.empty((raw.shape[0] + 63) // 64, np.uint64)
+    _fold(raw, buf, word_bits)
+    longest = 0
+    for d in range(starts.shape[0]):
+        longest = max(longest, ends[d] - starts[d])
+    edges = np.empty(longest + 2, np.int64)
+    hashes = np.empty(longest // 2 + 1, np.uint64)
     lanes = np.empty(8, np.uint64)
     ones = np.empty(64, np.int64)
     minima = np.empty(1 << log2_bins, np.uint16)
@@ -160,26 +215,14 @@ def ascii_documents(
     codes = (1 << bits) - 1
     sketch = sketches.shape[0] > 0
     for d in range(starts.shape[0]):
-        m = 0  # words so far
-        p, end = starts[d], ends[d]
+        m = _word_edges(word_bits, starts[d], ends[d], edges) // 2  # words
         done[d] = True
-        while p < end:
-            if not _is_word(buf[p]):
-                p += 1
-                continue
-            q = p + 1
-            while q < end and _is_word(buf[q]):
-                q += 1
+        for w in range(m):
+            p, q = edges[2 * w], edges[2 * w + 1]
             if q - p > VECTORIZED_MAX:
                 done[d] = False
                 break
-            if m == hashes.shape[0]:
-                grown = np.empty(2 * m, np.uint64)
-                grown[:m] = hashes
-                hashes = grown
-            hashes[m] = _xxh3(buf, p, q - p)
-            m += 1
-            p = q
+            hashes[w] = _xxh3(buf, p, q - p)
         if not done[d]:
             continue
         found[d] = m > 0
@@ -238,7 +281,7 @@ def ascii_spans(
     """ascii_batch of the texts data[starts[i]:ends[i]] (ASCII bytes, int64 bounds),
     read where they are: the lines of a chunk of a file (read.AsciiLines)."""
     n = len(starts)
-    buf = np.frombuffer(data.lower(), np.uint8)
+    buf = np.frombuffer(data, np.uint8)
     fps, head_fps = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
     found, has_head, done = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
     width = sketch_bins * sketch_bits // 8

@@ -307,10 +307,10 @@ def compiled_core(
 #: Documents a process fingerprints by the numpy path before the compiled core
 #: (compiled_text) takes over: numba's first call costs a process about 0.55 s (and
 #: ~115 MB), which the core repays once a run's documents are as many again. It saves
-#: ~7 us a document of English text where sketches and heads are made (scan, filter),
-#: ~3 us where only fingerprints are (benchmarks/README.md, "Stop 21").
+#: ~6 us a document of English text where sketches and heads are made (scan, filter),
+#: ~4 us where only fingerprints are (benchmarks/README.md, "Stop 29").
 COMPILED_DOCS = 80_000
-COMPILED_FINGERPRINT_DOCS = 200_000
+COMPILED_FINGERPRINT_DOCS = 150_000
 
 
 class CompiledAfter:

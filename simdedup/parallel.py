@@ -94,7 +94,7 @@ def default_jobs() -> int:
 #: documents: ~650 bytes), for inputs whose size is known before they are read:
 #: load_compiled_for() loads the core at once.
 COMPILED_BYTES = 48 << 20
-COMPILED_FINGERPRINT_BYTES = 128 << 20
+COMPILED_FINGERPRINT_BYTES = 96 << 20
 
 
 def load_compiled_for(input_bytes: int, settings: Settings, sketches: bool) -> None:

@@ -24,7 +24,7 @@ from simdedup import parallel as parallel_module
 from simdedup import read as read_module
 from simdedup import sketch as sketch_module
 from simdedup.cli import main
-from simdedup.compiled_text import ascii_batch
+from simdedup.compiled_text import ascii_batch, ascii_spans
 from simdedup.fingerprint import CompiledAfter, FeatureHasher, text_batch_fingerprints
 from simdedup.parallel import COMPILED_BYTES, COMPILED_FINGERPRINT_BYTES, chunk_task, load_compiled_for
 from simdedup.sketch import OnePermutation, fingerprints_and_sketches, shingle_hashes
@@ -73,6 +73,30 @@ def test_compiled_sketches_of_other_codes_are_the_numpy_ones(texts: list[str], b
     _, _, sketches, done = ascii_batch(texts, heads=False, sketch_bins=sketcher.bins, sketch_bits=bits)
     expected = sketcher.sketch(*shingle_hashes(texts))
     assert np.array_equal(sketches[done], expected[done])
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), texts=st.lists(ascii_text(), min_size=1, max_size=4), sketches=st.booleans())
+def test_spans_cut_anywhere_in_the_bytes_are_read_as_those_bytes_alone(
+    data: st.DataObject, texts: list[str], sketches: bool
+) -> None:
+    # The core finds words 64 bytes at a time over the whole buffer, so a span that
+    # starts or ends inside a word, or inside a 64-byte word of bits, must still see
+    # only its own bytes: the same as that span given on its own.
+    raw = "".join(texts).encode()
+    cuts = st.integers(0, len(raw))
+    spans = data.draw(st.lists(st.tuples(cuts, cuts).map(sorted), min_size=1, max_size=8))
+    starts = np.array([a for a, _ in spans], np.int64)
+    ends = np.array([b for _, b in spans], np.int64)
+    bins = 1024 if sketches else 0
+    got = ascii_spans(raw, starts, ends, True, bins)
+    expected = ascii_batch([raw[a:b].decode() for a, b in spans], True, bins)
+    done = expected[3]
+    assert got[3].tolist() == done.tolist()
+    for g, e in zip(got[:2], expected[:2]):
+        assert [x for x, ok in zip(g, done) if ok] == [x for x, ok in zip(e, done) if ok]
+    if sketches:
+        assert np.array_equal(got[2][done], expected[2][done])
 
 
 @settings(max_examples=150, deadline=None)
