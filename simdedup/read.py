@@ -900,7 +900,9 @@ def _parse_record(
         if isinstance(features, str):
             on_problem(Problem(where, "bad-record", f"{options.features_field!r}: {features}"))
             return None
-        return Document(doc_id, "", raw, features)
+        return Document(
+            _unpaired(doc_id, where, on_problem), "", raw, _unpaired_names(features, where, on_problem)
+        )
     body = record.get(options.text_field)
     if type(body) is not str:
         if options.text_field not in record:
@@ -983,6 +985,20 @@ def _unpaired(text: str, where: str, on_problem: OnProblem) -> str:
         )
     )
     return _SURROGATE.sub("\ufffd", text)
+
+
+def _unpaired_names(features: dict[str, float], where: str, on_problem: OnProblem) -> dict[str, float]:
+    """Features whose names hold unpaired surrogate escapes, named as _unpaired makes
+    text (reported once); names that become one are one feature, their weights summed."""
+    bad = next((name for name in features if not name.isascii() and _SURROGATE.search(name)), None)
+    if bad is None:
+        return features
+    _unpaired(bad, where, on_problem)
+    named: dict[str, float] = {}
+    for name, weight in features.items():
+        name = _SURROGATE.sub("\ufffd", name)
+        named[name] = named.get(name, 0.0) + weight
+    return named
 
 
 def _features(value: object) -> dict[str, float] | str:

@@ -1443,3 +1443,17 @@ def test_compare_says_when_a_pair_rests_on_heads_that_scan_may_skip() -> None:
     assert "within k; scan skips a head near more than 64 kept ones (boilerplate)" in result.stdout
     plain = run("compare", "--text", text, "--text", text + " v1")
     assert "scan skips" not in plain.stdout
+
+
+def test_a_features_record_with_a_surrogate_in_its_id_is_filtered_and_saved(tmp_path: Path) -> None:
+    f = tmp_path / "f.jsonl"
+    f.write_text('{"id": "ok", "f": {"c": 1}}\n{"id": "x\\ud800", "f": {"a": 1}}\n', encoding="utf-8")
+    index = tmp_path / "i.sdx"
+    run = subprocess.run(
+        [sys.executable, "-m", "simdedup", "filter", str(f), "--features-field", "f", "--index", str(index)],
+        capture_output=True,
+    )
+    assert run.returncode == 3, run.stderr
+    assert run.stdout == f.read_bytes()  # both records, as they came
+    assert b"unpaired surrogate" in run.stderr and b"Traceback" not in run.stderr
+    assert index.exists()

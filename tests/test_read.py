@@ -95,6 +95,15 @@ def test_an_unpaired_surrogate_escape_in_json_is_replaced_and_reported(tmp_path:
     assert "unpaired surrogate \\udcff at character 3" in problems[1].message
 
 
+def test_unpaired_surrogates_in_a_features_records_id_and_names_are_replaced_too(tmp_path: Path) -> None:
+    # Left in, they took the whole run down where the id or a name was encoded (a trial).
+    f = tmp_path / "f.jsonl"
+    f.write_text('{"id": "x\\ud800y", "f": {"\\udc80": 1, "\\udc81": 2, "e": 1}}\n', encoding="utf-8")
+    docs, problems = read([str(f)], ReadOptions(jsonl=True, features_field="f"))
+    assert [(d.id, d.features) for d in docs] == [("x\ufffdy", {"\ufffd": 3.0, "e": 1.0})]
+    assert [(p.where, p.kind) for p in problems] == [(f"{f}:1", "invalid-utf8")] * 2
+
+
 def test_a_missing_path_and_an_empty_file_are_problems(tmp_path: Path) -> None:
     (tmp_path / "empty.txt").write_bytes(b"")
     docs, problems = read([str(tmp_path / "nope.txt"), str(tmp_path / "empty.txt")])
