@@ -859,6 +859,8 @@ def _sources(paths: tuple[str, ...]) -> list[str]:
 
 #: The outputs that write documents back as they came, not records about them.
 _DOCUMENTS = ("--unique", "filter output")
+#: The outputs written whole at the end, into a temporary file renamed over the old one.
+_REPLACED = ("--summary-json",)
 
 
 class Outputs(contextlib.ExitStack):
@@ -866,8 +868,9 @@ class Outputs(contextlib.ExitStack):
     closed; "-" is stdout, which then belongs to that output alone. A file is one
     output's: one that is an input, inside an input directory (where reading it would
     read it), the --index or its lock file, or another output is refused. Every output
-    `planned` is checked before any is opened, which empties it: a clash found at the
-    third output must not have emptied the first two."""
+    `planned` is checked, and opened without being emptied, before any is opened,
+    which empties it: a clash or a path that cannot be written, found at the third
+    output, must not have emptied the first two."""
 
     def __init__(
         self,
@@ -889,6 +892,39 @@ class Outputs(contextlib.ExitStack):
         for path, what in planned:
             self._claim(path, what)
         _refuse_stdout_clash(self.sources, self.taken, self.options)
+        self._try_opening(planned)
+
+    def _try_opening(self, planned: Iterable[tuple[str | None, str]]) -> None:
+        """Open each planned output file as open() will, but without emptying it: a file
+        for writing, a replacing output's temporary file beside it. A file made here is
+        removed again if a later one fails. A pipe or a device is left alone (opening and
+        closing a named pipe would end its reader's input)."""
+        made: list[str] = []
+        try:
+            for path, what in planned:
+                path = _stdout_named(path)
+                if path is None or path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
+                    continue
+                target = os.path.realpath(path)
+                try:
+                    if what in _REPLACED and self._replaceable(target):
+                        fd, written = tempfile.mkstemp(
+                            dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp"
+                        )
+                        os.close(fd)
+                        os.unlink(written)
+                    else:
+                        new = not os.path.lexists(path)
+                        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o666))
+                        if new:
+                            made.append(path)
+                except OSError as e:
+                    raise CliError(f"{path}: cannot write {what}: {e.strerror or e}") from e
+        except CliError:
+            for path in made:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            raise
 
     def _claim(self, path: str | None, what: str) -> None:
         path = _stdout_named(path)
@@ -914,18 +950,17 @@ class Outputs(contextlib.ExitStack):
                 raise CliError(f"{what} and {owner} are the same file, {path}")
         self.taken.append((path, what))
 
-    def open(self, path: str | None, what: str, replace: bool = False) -> IO[bytes] | None:
-        """The output's stream. With `replace`, a temporary file beside it that is renamed
-        over it once the command ends without an error, and removed otherwise: the file
-        keeps what it held (yesterday's summary) unless the run ends well."""
+    def open(self, path: str | None, what: str) -> IO[bytes] | None:
+        """The output's stream. For the outputs _REPLACED, a temporary file beside it that
+        is renamed over it once the command ends without an error, and removed otherwise:
+        the file keeps what it held (yesterday's summary) unless the run ends well."""
         if path is None:
             return None
         self._claim(path, what)
         if _stdout_named(path) == "-":  # records shown inert on a terminal; documents as they are
             return _stdout(inert=what not in _DOCUMENTS)
         target = os.path.realpath(path)
-        if replace and not self._replaceable(target):
-            replace = False
+        replace = what in _REPLACED and self._replaceable(target)
         try:
             if replace:
                 fd, written = tempfile.mkstemp(
@@ -1679,7 +1714,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
             writers.append(UniqueWriter(f, keep_empty=not kw["drop_empty"]))
         writers += _record_writers(outputs, kw, dd, session)
         _warn_if_format_unused(kw, outputs, messages)
-        summary_json = outputs.open(kw["summary_json"], "--summary-json", replace=True)
+        summary_json = outputs.open(kw["summary_json"], "--summary-json")
         read_options = outputs.unread(read_options)
         streamed = outputs.stdout_owner is not None
         summary, groups, interrupted = _run(
@@ -1746,7 +1781,7 @@ def filter_(source: str | None, **kw: Any) -> None:
         assert stdout is not None
         writers: list[Any] = [UniqueWriter(stdout, keep_empty=not kw["drop_empty"])]
         writers += _record_writers(outputs, kw, dd, session)
-        summary_json = outputs.open(kw["summary_json"], "--summary-json", replace=True)
+        summary_json = outputs.open(kw["summary_json"], "--summary-json")
         summary, _, interrupted = _run(
             sources,
             settings,

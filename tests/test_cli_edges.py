@@ -384,6 +384,25 @@ def test_outputs_that_clash_are_refused_before_any_output_is_emptied(tmp_path: P
     assert first.read_text() == "kept from yesterday\n" and second.read_text() == "kept too\n"
 
 
+@pytest.mark.parametrize("command", ["scan", "filter"])
+@pytest.mark.parametrize("last", ["--report", "--summary-json"])
+def test_an_output_that_cannot_be_written_is_refused_before_any_output_is_emptied(
+    tmp_path: Path, command: str, last: str
+) -> None:
+    # A typo in one cron path emptied the outputs opened before it (a trial).
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{OTHER}\n")
+    kept, made = tmp_path / "kept.tsv", tmp_path / "made.tsv"
+    kept.write_text("kept from yesterday\n")
+    args = [command, str(lines), "--duplicates", str(kept), last, str(tmp_path / "no" / "such.json")]
+    if command == "scan":
+        args += ["--unique", str(made)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and f"cannot write {last}: No such file or directory" in result.output
+    assert kept.read_text() == "kept from yesterday\n"
+    assert not made.exists()  # not left behind, empty
+
+
 def test_an_output_inside_an_input_directory_is_refused_unless_the_walk_leaves_it_out(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     (corpus / "en").mkdir(parents=True)
