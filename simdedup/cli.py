@@ -137,6 +137,10 @@ class CliError(click.ClickException):
         super().__init__(_one_line(message))  # the paths it names, on one line
         self.exit_code = int(status)
 
+    def show(self, file: IO[Any] | None = None) -> None:
+        with _unsaid_dropped():
+            super().show(file)
+
 
 #: glibc's mallopt parameters, and what the CLI sets them to (see _keep_freed_memory).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -196,12 +200,27 @@ class SimdedupGroup(click.Group):
             _to_devnull(sys.stdout)
             sys.exit(ExitStatus.BROKEN_PIPE)
         except OSError as e:  # an output that takes no more (a full disk), an I/O error
-            try:
-                sys.stdout.flush()  # what stdout holds, when it is not what failed
-            except (OSError, ValueError):
-                _to_devnull(sys.stdout)  # so that the interpreter's last flush cannot fail again
-            where = f": {printable(str(e.filename))}" if e.filename else ""
-            raise CliError(f"stopped by an I/O error{where}: {e.strerror or e}") from e
+            raise _stopped_by_io_error(e) from e
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().main(*args, **kwargs)
+        except OSError as e:  # before invoke(): `simdedup --help` or `--version` to a full disk
+            error = _stopped_by_io_error(e)
+            error.show()
+            sys.exit(error.exit_code)
+
+
+def _stopped_by_io_error(e: OSError) -> CliError:
+    """The error that ends a run whose output took no more: what stdout holds is
+    flushed, when stdout is not what failed, or stdout goes to /dev/null, so that the
+    interpreter's last flush cannot fail again."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        _to_devnull(sys.stdout)
+    where = f": {printable(str(e.filename))}" if e.filename else ""
+    return CliError(f"stopped by an I/O error{where}: {e.strerror or e}")
 
 
 #: The signal other than SIGINT that stopped this run, if one did (_signals_as_ctrl_c).
@@ -447,17 +466,21 @@ def _isatty(stream: IO[Any]) -> bool:
 
 
 @contextlib.contextmanager
-def _hang_up_dropped() -> Iterator[None]:
-    """A message to a terminal that hung up (EIO) is dropped, and the terminal with it
-    (_hung_up_terminals_to_devnull): the run goes on, as under `nohup`, and ends as its
-    SIGHUP says, not on an I/O error, also where that signal comes after the write (the
-    shell passes it on) or never (SIGHUP ignored). (tqdm's bars drop EIO themselves.)"""
+def _unsaid_dropped() -> Iterator[None]:
+    """A message that stderr cannot take is dropped, and stderr goes to /dev/null: the
+    run goes on and its exit status says how it ended, where an I/O error there ended a
+    run that went well with exit 1, its outputs short (`2>/dev/full`, a log on a full
+    disk). A terminal that hung up (EIO) goes with stdout too
+    (_hung_up_terminals_to_devnull), as under `nohup`, and the run ends as its SIGHUP
+    says, also where that signal comes after the write (the shell passes it on) or
+    never (SIGHUP ignored). (tqdm's bars drop EIO themselves.)"""
     try:
         yield
     except OSError as e:
-        if e.errno != errno.EIO:
-            raise
-        _hung_up_terminals_to_devnull()
+        if e.errno == errno.EIO:
+            _hung_up_terminals_to_devnull()
+        else:
+            _to_devnull(sys.stderr)
 
 
 class Messages:
@@ -471,7 +494,7 @@ class Messages:
         self.progress_active = False
 
     def _say(self, text: str) -> None:
-        with _hang_up_dropped():
+        with _unsaid_dropped():
             if self.progress_active:
                 from tqdm import tqdm
 

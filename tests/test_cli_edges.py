@@ -119,6 +119,46 @@ def test_an_output_on_a_full_disk_is_one_error_and_exit_2(
     assert index.exists() == saved  # a run that failed before the end saves nothing
 
 
+@linux_only
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["scan", "filter"])
+def test_messages_that_stderr_cannot_take_are_dropped_and_the_run_goes_on(
+    tmp_path: Path, command: str
+) -> None:
+    # A log on a full disk: the first warning's I/O error ended the run with exit 1, its
+    # --report empty; a run that went well exited 1 at its summary (a trial).
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(f"{LINE}\ncaf\xe9 {OTHER}\n{LINE}\n".encode("latin-1"))  # line 2: not UTF-8
+    report, index = tmp_path / "r.jsonl", tmp_path / "seen.sdx"
+    args = [
+        sys.executable,
+        "-m",
+        "simdedup",
+        command,
+        str(lines),
+        "--report",
+        str(report),
+        "--index",
+        str(index),
+    ]
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(args, stdout=subprocess.PIPE, stderr=full, timeout=120, check=False)
+        again = subprocess.run(args, stdout=subprocess.PIPE, stderr=full, timeout=120, check=False)
+    assert done.returncode == 3  # an input line was not UTF-8: said where nothing is said
+    assert len(report.read_text().splitlines()) == 3
+    assert again.returncode == 3 and index.exists()
+
+
+@linux_only
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["scan", "--help"]])
+def test_help_and_version_to_a_full_disk_are_an_error_not_a_traceback(args: list[str]) -> None:
+    with open("/dev/full", "wb") as full:
+        done = simdedup(*args, stdout=full)
+    assert done.returncode == 2
+    assert done.stderr.decode() == "Error: stopped by an I/O error: No space left on device\n"
+
+
 def test_calibrate_names_a_missing_file_without_a_traceback(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["calibrate", str(tmp_path / "nosuch.jsonl")])
     assert result.exit_code == 2 and "does not exist" in result.output
