@@ -788,7 +788,7 @@ def index_options(f: Callable[..., Any]) -> Callable[..., Any]:
             metavar="NAME",
             callback=_named,
             help="Name this run in --index, as duplicates of its documents will show it "
-            "(default: its start time, UTC).",
+            "(default: its start time, UTC; to the microsecond where a run of that second is in it).",
         ),
     ]
     for option in reversed(options):

@@ -88,8 +88,9 @@ _ARRAYS_IN_VERSION = {1: 4, 2: 6, 3: 8}
 _CHUNK = 1 << 26
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _now(at: dt.datetime | None = None, precise: bool = False) -> str:
+    at = at or dt.datetime.now(dt.timezone.utc)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if precise else "%Y-%m-%dT%H:%M:%SZ")
 
 
 def _padding(n: int) -> bytes:
@@ -788,7 +789,9 @@ class IndexSession:
         self.path = Path(path)
         self.settings = settings
         self.wait = wait
-        self.started = _now()
+        self._start = dt.datetime.now(dt.timezone.utc)
+        self.started = _now(self._start)
+        self._named = run_name is not None
         self.run_name = run_name or self.started
         self.loaded = 0
         self.saved = 0
@@ -826,6 +829,8 @@ class IndexSession:
                     )
                 self._stored = stored
                 self._run_rows, self._runs, self._created = stored.run_rows, stored.runs, stored.created
+                if self.name_taken and not self._named:  # runs of one second: a loop, --wait's queue
+                    self.run_name = _now(self._start, precise=True)
                 self.loaded = len(stored)
                 self.dropped_heads = stored.dropped_heads
                 self.dropped_sketches = stored.dropped_sketches

@@ -7,14 +7,17 @@ import bz2
 import codecs
 import contextlib
 import csv
+import datetime as dt
 import fcntl
 import gzip
 import io
+import itertools
 import json
 import lzma
 import os
 import pty
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -29,7 +32,7 @@ from click.testing import CliRunner, Result
 from simdedup import cli as cli_module
 from simdedup import report as report_module
 from simdedup.cli import main
-from simdedup.store import index_lock
+from simdedup.store import index_lock, read_index
 
 LINE = "the harbour was quiet that morning with fishing boats along the stone wall"
 OTHER = "our library card now works at every branch in the county for every member"
@@ -889,6 +892,30 @@ def test_compare_says_an_empty_document_is_near_nothing_in_text_and_json() -> No
     assert result.exit_code == 1
     record = json.loads(result.stdout)
     assert record["near"] is False and record["empty"] == ["--text 1"] and record["a"]["fingerprint"] is None
+
+
+def test_runs_of_one_second_get_default_names_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A loop over shards, or runs queued by --wait: the second's name was the first's,
+    # and duplicate_of_run could not tell them apart (a trial).
+    calls = itertools.count(1)
+
+    class Clock(dt.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> dt.datetime:  # type: ignore[override]
+            return dt.datetime(2026, 11, 24, 6, 12, 16, next(calls), tzinfo=dt.timezone.utc)
+
+    monkeypatch.setattr("simdedup.store.dt.datetime", Clock)
+    seen = tmp_path / "seen.sdx"
+    said = []
+    for i, text in enumerate((LINE, OTHER, f"{LINE} {OTHER}")):
+        (tmp_path / f"{i}.txt").write_text(f"{text}\n")
+        said.append(run("filter", str(tmp_path / f"{i}.txt"), "--index", str(seen)).stderr)
+    names = [run["name"] for run in read_index(seen).runs]
+    assert names[0] == "2026-11-24T06:12:16Z" and len(set(names)) == 3
+    assert all(re.fullmatch(r"2026-11-24T06:12:16\.\d{6}Z", name) for name in names[1:])
+    assert not any("warning" in s for s in said)
 
 
 def test_a_run_name_already_in_the_index_is_warned_about(tmp_path: Path) -> None:

@@ -584,7 +584,7 @@ def test_shards_run_alike_in_the_same_second_are_both_merged(
     # Shards run in parallel with one --run-name, started and finished in the same
     # second, with as many rows each: their runs differ only by their ids (trial: the
     # second shard's rows were dropped as "merged already").
-    monkeypatch.setattr("simdedup.store._now", lambda: "2026-11-23T23:07:14Z")
+    monkeypatch.setattr("simdedup.store._now", lambda *_, **__: "2026-11-23T23:07:14Z")
     shards = [tmp_path / "p1.sdx", tmp_path / "p2.sdx"]
     for i, shard in enumerate(shards):
         lines = write_lines(tmp_path / f"s{i}.txt", texts(3, seed=30 + i))
