@@ -863,6 +863,11 @@ def _check_fields(sources: list[str], options: ReadOptions) -> None:
     given = [name for name in _RECORD_FIELDS if _given(name)]
     if given and not any(options.is_jsonl(s) and not os.path.isdir(s) for s in sources):
         option = "--" + given[0].replace("_", "-")
+        if options.jsonl:  # only directories, whose files are documents, never records
+            raise click.UsageError(
+                f"{option} names a field of JSONL records, and each file in a directory is one"
+                " document, never records: name the JSONL files instead (DIR/*.jsonl)"
+            )
         raise click.UsageError(
             f"{option} names a field of JSONL records, and no input is read as JSONL:"
             " give --jsonl (stdin, and files not named *.jsonl or *.ndjson are read as lines)"

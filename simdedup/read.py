@@ -72,6 +72,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "compressed": ("error", True),
     "output": ("warning", True),
     "shrank": ("warning", False),
+    "no-match": ("warning", False),
 }
 
 
@@ -1103,6 +1104,7 @@ def _walk(
             elif kind == _DIRECTORY:
                 yield (path, rel + os.sep, ancestors)
             elif options.glob and not _excluded(rel, name, options.glob):
+                passed_over[0] += 1
                 continue
             elif kind == _FILE:
                 yield path
@@ -1111,6 +1113,8 @@ def _walk(
             else:
                 on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
 
+    passed_over = [0]  # files --glob left out
+    found = 0
     stack = [visit(top, "", frozenset())]
     while stack:
         item = next(stack[-1], None)
@@ -1119,7 +1123,18 @@ def _walk(
         elif isinstance(item, tuple):
             stack.append(visit(*item))
         else:
+            found += 1
             yield item
+    if passed_over[0] and not found:  # `--glob 'corpus/*'`, with the directory's own name
+        patterns = " ".join(f"--glob {p!r}" for p in options.glob)
+        on_problem(
+            Problem(
+                top,
+                "no-match",
+                f"{patterns} matched none of its {passed_over[0]:,} files"
+                " (patterns match a path below the directory given, without its name)",
+            )
+        )
 
 
 #: A directory entry's kind, found while the directory is listed (from the type the file

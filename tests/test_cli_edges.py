@@ -824,6 +824,10 @@ def test_record_fields_where_no_input_is_jsonl_are_refused(tmp_path: Path) -> No
                 f"Error: {given[0]} names a field of JSONL records, and no input is read as JSONL"
                 in refused.stderr
             )
+    # --jsonl given, with only a directory: the advice was to give --jsonl (a trial).
+    folder = run("scan", str(tmp_path / "folder"), "--jsonl", "--text-field", "body")
+    assert folder.exit_code == 2 and "give --jsonl" not in folder.stderr
+    assert "each file in a directory is one document, never records" in folder.stderr
     dups = tmp_path / "d.jsonl"
     read = run("filter", "--jsonl", "--text-field", "body", "--duplicates", str(dups), input=records)
     assert read.exit_code == 0 and json.loads(dups.read_text())["id"] == "-:2"

@@ -201,6 +201,20 @@ def test_patterns_match_paths_relative_to_the_directory_given(tmp_path: Path, tr
     ]
 
 
+def test_a_glob_that_matches_no_file_of_a_directory_is_warned_about(tmp_path: Path) -> None:
+    # With the directory's own name in the pattern, nothing was read, without a word (a trial).
+    for name in ["a/x.txt", "a/y.txt"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    docs, problems = read([str(tmp_path / "a")], ReadOptions(glob=("a/*",)))
+    assert docs == []
+    assert [(p.where, p.kind, p.severity) for p in problems] == [(str(tmp_path / "a"), "no-match", "warning")]
+    assert "--glob 'a/*' matched none of its 2 files" in problems[0].message
+    assert read([str(tmp_path / "a")], ReadOptions(glob=("x*",)))[1] == []  # one matched
+    (tmp_path / "empty").mkdir()
+    assert read([str(tmp_path / "empty")], ReadOptions(glob=("*",)))[1] == []  # no file to match
+
+
 def test_binary_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
     (tmp_path / "img.png").write_bytes(b"\x89PNG\x00\x00data")
     docs, problems = read([str(tmp_path)])
