@@ -473,9 +473,12 @@ def _unsaid_dropped() -> Iterator[None]:
     disk). A terminal that hung up (EIO) goes with stdout too
     (_hung_up_terminals_to_devnull), as under `nohup`, and the run ends as its SIGHUP
     says, also where that signal comes after the write (the shell passes it on) or
-    never (SIGHUP ignored). (tqdm's bars drop EIO themselves.)"""
+    never (SIGHUP ignored). (tqdm's bars drop EIO themselves.) A reader of stderr that
+    went away (`2>&1 | head`) stops the run quietly, as one of stdout does."""
     try:
         yield
+    except BrokenPipeError:
+        raise
     except OSError as e:
         if e.errno == errno.EIO:
             _hung_up_terminals_to_devnull()

@@ -1076,6 +1076,7 @@ def _walk(
         """The files in `directory` (whose path relative to `top` is rel_prefix: empty
         for top itself, else ending in a separator) as paths, and each folder in it as
         the (directory, rel_prefix, ancestors) to visit next, in name order."""
+        nonlocal passed_over
         try:
             st = os.stat(directory)
             entries, errors = _listing(directory)
@@ -1104,7 +1105,7 @@ def _walk(
             elif kind == _DIRECTORY:
                 yield (path, rel + os.sep, ancestors)
             elif options.glob and not _excluded(rel, name, options.glob):
-                passed_over[0] += 1
+                passed_over += 1
                 continue
             elif kind == _FILE:
                 yield path
@@ -1113,8 +1114,7 @@ def _walk(
             else:
                 on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
 
-    passed_over = [0]  # files --glob left out
-    found = 0
+    passed_over = found = 0  # files --glob left out, files given
     stack = [visit(top, "", frozenset())]
     while stack:
         item = next(stack[-1], None)
@@ -1125,13 +1125,13 @@ def _walk(
         else:
             found += 1
             yield item
-    if passed_over[0] and not found:  # `--glob 'corpus/*'`, with the directory's own name
+    if passed_over and not found:  # `--glob 'corpus/*'`, with the directory's own name
         patterns = " ".join(f"--glob {p!r}" for p in options.glob)
         on_problem(
             Problem(
                 top,
                 "no-match",
-                f"{patterns} matched none of its {passed_over[0]:,} files"
+                f"{patterns} matched none of its {passed_over:,} files"
                 " (patterns match a path below the directory given, without its name)",
             )
         )

@@ -152,6 +152,22 @@ def test_messages_that_stderr_cannot_take_are_dropped_and_the_run_goes_on(
     assert again.returncode == 3 and index.exists()
 
 
+def test_a_reader_of_stderr_that_went_away_stops_the_run_as_one_of_stdout_does(tmp_path: Path) -> None:
+    # `simdedup scan ... 2>&1 | head -1`: the warnings' broken pipe is not a message to
+    # drop, or scan would read the whole input before it found the pipe gone.
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(b"".join(b"caf\xe9 %d\n" % i for i in range(20_000)))  # a warning a line
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simdedup", "scan", str(lines), "-j1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    proc.stderr.readline()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 141
+
+
 @linux_only
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("args", [["--help"], ["--version"], ["scan", "--help"]])
