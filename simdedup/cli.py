@@ -939,9 +939,7 @@ class Outputs(contextlib.ExitStack):
                 target = os.path.realpath(path)
                 try:
                     if what in _REPLACED and self._replaceable(target):
-                        fd, written = tempfile.mkstemp(
-                            dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp"
-                        )
+                        fd, written = _temporary_beside(target)
                         os.close(fd)
                         os.unlink(written)
                     else:
@@ -994,9 +992,7 @@ class Outputs(contextlib.ExitStack):
         replace = what in _REPLACED and self._replaceable(target)
         try:
             if replace:
-                fd, written = tempfile.mkstemp(
-                    dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp"
-                )
+                fd, written = _temporary_beside(target)
                 keep_owner_and_mode(written, target, replacing_mode(target))
                 self.push(functools.partial(_put_in_place, written, target))  # after it is closed
                 self._temporary.append(written)
@@ -1031,6 +1027,14 @@ class Outputs(contextlib.ExitStack):
             return False
         temporary = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.XXXXXXXX.tmp")
         return not any(os.path.isdir(s) and walk_reads(s, temporary, self.options) for s in self.sources)
+
+
+def _temporary_beside(target: str) -> tuple[int, str]:
+    """A new file beside `target` for an output that replaces it (its descriptor and
+    path), named .NAME.XXXXXXXX.tmp, as Outputs._replaceable expects."""
+    return tempfile.mkstemp(
+        dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp"
+    )
 
 
 def _put_in_place(written: str, target: str, kind: Any, error: Any, tb: Any) -> None:
