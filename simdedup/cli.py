@@ -45,6 +45,7 @@ from .index import Layout
 from .parallel import (
     AUTO,
     chunk_batches,
+    chunk_chars,
     chunk_task,
     default_jobs,
     fingerprint_batches,
@@ -758,9 +759,9 @@ def message_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _JOBS_HELP = (
-    "Read and fingerprint in N processes (0: one per CPU for stdin and for files of 2 MiB"
-    " or more; for a directory, only if fingerprinting is the slow part, as with Chinese"
-    " text). Deciding stays in this process. The results are the same for every N."
+    "Read and fingerprint in N processes (0: one per CPU where fingerprinting is the slow"
+    " part, as with Chinese text, timed on the first documents; else this one, as for"
+    " English text). Deciding stays in this process. The results are the same for every N."
 )
 
 
@@ -1299,17 +1300,19 @@ def _made(
     workers parse too (read.read_chunks, parallel.chunk_batches), so the main process
     only moves bytes and documents without their texts (and with raw=False without
     their input form, Document.raw); a directory a document at a time. From stdin, a
-    batch also ends where its writer goes quiet (Lines.waiting). Close the iterator to
-    stop the workers."""
+    batch also ends where its writer goes quiet (Lines.waiting). --jobs 0 starts
+    workers only where fingerprinting is the slow part (_chunk_jobs with `timed`).
+    Close the iterator to stop the workers."""
     idle = _idle(sources, stdin)
-    jobs_here = _chunk_jobs(sources, jobs)
+    jobs_here = _chunk_jobs(sources, jobs, timed=True)
     load_compiled_for(_input_bytes(sources), settings, sketches)  # the named files' bytes
     if jobs_here is None:
         docs = read_documents(sources, read_options, on_problem, stdin)
         return _batched(docs, settings, jobs, sketches, idle)
     setup = functools.partial(chunk_task, settings, read_options, sketches, raw)
     chunks = read_chunks(sources, read_options, stdin, DECIDED_CHUNK_BYTES)
-    return chunk_batches(ordered_map(setup, chunks, jobs_here, idle), PIPELINE_BATCH, on_problem, idle)
+    answers = ordered_map(setup, chunks, jobs_here, idle, chunk_chars)
+    return chunk_batches(answers, PIPELINE_BATCH, on_problem, idle)
 
 
 #: Bytes of input per chunk for the commands that decide (~400 documents of ~640
@@ -1908,16 +1911,25 @@ def _printed_chunks(
     return ((_fingerprint_lines(batch, fps, settings.bits, fmt), []) for batch, fps in made)
 
 
-def _chunk_jobs(sources: list[str], jobs: int) -> int | None:
+def _chunk_jobs(sources: list[str], jobs: int, timed: bool = False) -> int | None:
     """The processes that fingerprint `sources` read in chunks; None where one is a
-    directory. --jobs 0: one per CPU for stdin (workers start only once a second chunk
-    comes) and for files that hold CHUNK_WORKERS_FROM bytes."""
+    directory. --jobs 0, for stdin (workers start only once a second chunk comes) and
+    for files that hold CHUNK_WORKERS_FROM bytes: one per CPU (`fingerprint`, whose main
+    process only moves bytes), or with `timed` (the commands that do something with
+    each document in this process) only where fingerprinting is the slow part: AUTO,
+    for ordered_map to time the first chunk with text (parallel.chunk_chars). English
+    text in workers was slower there: `scan` of 1M lines took 29.0-29.7 s against
+    24.5-26.1 s in one process, which already keeps more than one CPU busy (the
+    compiled core and the index searches run outside the GIL, beside the decisions);
+    `index query` of 200,000, 4.6-4.9 s against 4.6-4.7 s. Else 1."""
     if any(source != STDIN and os.path.isdir(source) for source in sources):
         return None
     if jobs != AUTO:
         return jobs
     streams = any(map(is_stream, sources))
-    return default_jobs() if streams or _input_bytes(sources) >= CHUNK_WORKERS_FROM else 1
+    if not streams and _input_bytes(sources) < CHUNK_WORKERS_FROM:
+        return 1
+    return AUTO if timed else default_jobs()
 
 
 def _input_bytes(sources: list[str]) -> int:

@@ -177,8 +177,7 @@ def fingerprint_batches(
         started = time.perf_counter()
         done.append(setup()(first))
         chars = sum(len(w) if isinstance(w, str) else len(w) * 8 for w in first)
-        slow = time.perf_counter() - started >= WORKERS_PAY_OFF * max(1, chars)
-        jobs = default_jobs() if slow else 1
+        jobs = _jobs_paid_for((time.perf_counter() - started) / max(1, chars))
     results: list[Result] = []  # the answers back so far of the next batch to hand back
 
     def between() -> bool:
@@ -200,6 +199,27 @@ def fingerprint_batches(
 
 def _never() -> bool:
     return False
+
+
+def _jobs_paid_for(seconds_a_char: float) -> int:
+    """jobs=AUTO's answer once text took `seconds_a_char` here: default_jobs() where
+    that is WORKERS_PAY_OFF or more, else 1."""
+    return default_jobs() if seconds_a_char >= WORKERS_PAY_OFF else 1
+
+
+#: ordered_map's jobs=AUTO times this many items with text, and goes by the fastest: a
+#: hiccup in one (a garbage collection took 16 ms of a 64 KiB chunk's ~2) does not
+#: start workers for English text, nor does a first load (jieba's dictionary) decide.
+AUTO_SAMPLES = 2
+
+
+def chunk_chars(item: Chunk | Problem) -> int:
+    """The characters of a Chunk's text (its UTF-8 bytes but the continuation bytes);
+    0 for a Problem: what ordered_map's jobs=AUTO weighs a chunk's time by."""
+    if isinstance(item, Problem):
+        return 0
+    data = np.frombuffer(item.data, np.uint8)
+    return len(data) - int(np.count_nonzero((data & 0xC0) == 0x80))
 
 
 def _pieces(batch: Sequence[Document], size: int) -> list[Sequence[Document]]:
@@ -225,6 +245,7 @@ def ordered_map(
     items: Iterable[Any],
     jobs: int,
     idle: Callable[[], bool] | None = None,
+    chars: Callable[[Any], int] | None = None,
 ) -> Iterator[Any]:
     """task(item) for every item, in order, where task = setup(): in this process when
     jobs == 1, else in `jobs` worker processes, each with a task of its own, fed round
@@ -232,17 +253,33 @@ def ordered_map(
     and every answer handed back before the next item is taken while idle() says not to
     take it yet (read.Lines.waiting: taking it would wait on the input). The first item
     is done here before the workers start: they inherit what it loaded (jieba's
-    dictionary), and an input of one item starts none. `setup` must pickle where
-    processes are not forked. Close the iterator to stop the workers early. On Ctrl-C,
-    what they finish within DRAIN_SECONDS is handed back before the interrupt goes on;
-    on any other exception they are stopped at once."""
+    dictionary), and an input of one item starts none. jobs=AUTO (with `chars`, the
+    characters of text of an item) does items here until AUTO_SAMPLES of them had text,
+    and goes on with default_jobs() workers only if each took WORKERS_PAY_OFF seconds a
+    character or more. `setup` must pickle where processes are not forked. Close the
+    iterator to stop the workers early. On Ctrl-C, what they finish within
+    DRAIN_SECONDS is handed back before the interrupt goes on; on any other exception
+    they are stopped at once."""
+    if jobs == AUTO and chars is None:
+        raise ValueError("jobs=AUTO weighs an item's time by its characters: give chars")
     idle = idle or _never
     it = iter(items)
     task = setup()
-    first = next(it, None)
-    if first is None:
+    timed: list[float] = []  # jobs=AUTO: seconds a character of the items with text so far
+    for item in it:
+        started = time.perf_counter()
+        answer = task(item)
+        seconds = time.perf_counter() - started
+        yield answer
+        if jobs != AUTO:
+            break
+        if (count := cast(Callable[[Any], int], chars)(item)) > 0:
+            timed.append(seconds / count)
+            if len(timed) == AUTO_SAMPLES:
+                jobs = _jobs_paid_for(min(timed))
+                break
+    else:
         return
-    yield task(first)
     if jobs == 1:
         yield from map(task, it)
         return

@@ -32,11 +32,12 @@ from simdedup.parallel import (
     AUTO,
     batch_results,
     chunk_batches,
+    chunk_chars,
     default_jobs,
     fingerprint_batches,
     ordered_map,
 )
-from simdedup.read import CHUNK_BYTES, Problem
+from simdedup.read import CHUNK_BYTES, Chunk, Problem
 from simdedup.sketch import text_sketches
 
 short_texts = st.text(alphabet=st.sampled_from("ab cd Ça 中文 北京 .,\n"), max_size=40)
@@ -411,19 +412,27 @@ def test_auto_jobs_keep_cheap_english_here(monkeypatch: pytest.MonkeyPatch, tmp_
     assert CliRunner().invoke(main, ["scan", str(f), "-q"], catch_exceptions=False).exit_code == 0
 
 
-def test_auto_jobs_start_workers_where_fingerprinting_is_slow(monkeypatch: pytest.MonkeyPatch) -> None:
-    docs = [Document(str(i), f"今天 北京 文档 {i} 中文", b"") for i in range(60)]
-    one = list(fingerprint_batches(batches(docs, 25), Settings(), 1, sketches=True))
-    started: list[int] = []
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The jobs of each pool of workers started, in order (default_jobs(): 2)."""
+    pools: list[int] = []
     real = parallel._Workers
 
     def counted(setup: Callable[[], object], jobs: int) -> object:
-        started.append(jobs)
+        pools.append(jobs)
         return real(setup, jobs)
 
-    monkeypatch.setattr(parallel, "WORKERS_PAY_OFF", 0.0)  # everything counts as slow
-    monkeypatch.setattr(parallel, "default_jobs", lambda: 2)
     monkeypatch.setattr(parallel, "_Workers", counted)
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 2)
+    return pools
+
+
+def test_auto_jobs_start_workers_where_fingerprinting_is_slow(
+    monkeypatch: pytest.MonkeyPatch, started: list[int]
+) -> None:
+    docs = [Document(str(i), f"今天 北京 文档 {i} 中文", b"") for i in range(60)]
+    one = list(fingerprint_batches(batches(docs, 25), Settings(), 1, sketches=True))
+    monkeypatch.setattr(parallel, "WORKERS_PAY_OFF", 0.0)  # everything counts as slow
     auto = list(fingerprint_batches(batches(docs, 25), Settings(), AUTO, sketches=True, piece=10))
     assert started == [2]
     assert [(b, f, s.tobytes(), h) for b, f, s, h in auto] == [(b, f, s.tobytes(), h) for b, f, s, h in one]
@@ -518,7 +527,7 @@ def test_files_read_in_chunks_give_what_reading_documents_gives(
     monkeypatch.setattr(cli_module, "DECIDED_CHUNK_BYTES", 1000)
     chunked = {jobs: run(jobs) for jobs in ("1", "2")}
     with monkeypatch.context() as documents:  # no chunks: read a document at a time
-        documents.setattr(cli_module, "_chunk_jobs", lambda sources, jobs: None)
+        documents.setattr(cli_module, "_chunk_jobs", lambda sources, jobs, timed=False: None)
         by_document = {jobs: run(jobs) for jobs in ("1", "2")}
     assert chunked["1"] == chunked["2"] == by_document["1"] == by_document["2"]
     status, out, err, _ = chunked["1"]
@@ -541,3 +550,64 @@ def test_fingerprint_jobs_0_starts_workers_for_files_of_two_chunks_or_more(tmp_p
     assert _chunk_jobs([str(small), "-"], 3) == 3
     assert _chunk_jobs([str(small), "-"], AUTO) == default_jobs()  # a pipe's length is unknown
     assert _chunk_jobs([str(small), str(tmp_path)], 3) is None  # a directory: a document at a time
+    # The other commands time the first chunk where fingerprint would start workers.
+    assert _chunk_jobs([str(small), str(big)], AUTO, timed=True) == AUTO
+    assert _chunk_jobs([str(small), "-"], AUTO, timed=True) == AUTO
+    assert _chunk_jobs([str(small)], AUTO, timed=True) == 1
+    assert _chunk_jobs([str(small), str(big)], 2, timed=True) == 2
+
+
+def test_chunk_chars_counts_characters_not_bytes() -> None:
+    assert chunk_chars(Chunk("f", 1, "ab 中文 é\n".encode())) == 8
+    assert chunk_chars(Chunk("f", 1, b"")) == 0
+    assert chunk_chars(Problem("f", "missing", "no such file")) == 0
+
+
+def test_ordered_map_auto_times_the_first_item_with_text(
+    monkeypatch: pytest.MonkeyPatch, started: list[int]
+) -> None:
+    items = [0, 0, 5, 5, 5, 5]  # the characters of each; the first two have none
+
+    def run() -> list[tuple[str, int, int]]:
+        return list(ordered_map(partial(_numbered_by, "t"), items, AUTO, chars=lambda item: item))
+
+    monkeypatch.setattr(parallel, "WORKERS_PAY_OFF", 1e9)  # nothing is slow
+    cheap = run()
+    assert started == [] and {pid for _, _, pid in cheap} == {os.getpid()}
+    monkeypatch.setattr(parallel, "WORKERS_PAY_OFF", 0.0)  # everything is
+    slow = run()
+    assert started == [2]
+    # Done here up to the second item with characters, which decided; the rest in workers.
+    assert [pid == os.getpid() for _, _, pid in slow] == [True, True, True, True, False, False]
+    assert [item for _, item, _ in slow] == [item for _, item, _ in cheap] == items
+    with pytest.raises(ValueError, match="chars"):
+        next(ordered_map(partial(_numbered_by, "t"), items, AUTO))
+
+
+def test_default_jobs_time_the_first_chunks_but_for_fingerprint(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, started: list[int]
+) -> None:
+    # English text in workers made scan slower (a 1M-line scan 15% slower than --jobs
+    # 1), so scan, filter and index query time the first chunks and start workers only
+    # where fingerprinting is slow (Chinese). fingerprint, which only moves bytes in this
+    # process, starts them for any large file. Every way gives the same bytes.
+    monkeypatch.setattr(cli_module, "CHUNK_WORKERS_FROM", 150_000)  # for a short test
+    monkeypatch.setattr(cli_module, "DECIDED_CHUNK_BYTES", 32 << 10)
+    big = tmp_path / "big.txt"
+    words = "of plain english words in a line as long as a paragraph of a crawled page is"
+    big.write_text("".join(f"line {i % 90} {words * 6} {i % 13}\n" for i in range(400)))
+    assert big.stat().st_size >= cli_module.CHUNK_WORKERS_FROM
+
+    def run(*args: str) -> bytes:
+        result = CliRunner().invoke(main, [*args, str(big), "-q"], catch_exceptions=False)
+        assert result.exit_code == 0
+        return result.stdout_bytes
+
+    commands = [["scan"], ["filter"], ["fingerprint"]]
+    one = {command[0]: run(*command, "--jobs", "1") for command in commands}
+    assert started == []
+    for slow, pools in ((False, [2]), (True, [2, 2, 2, 2])):
+        monkeypatch.setattr(parallel, "WORKERS_PAY_OFF", 0.0 if slow else 1e9)
+        for command in commands:
+            assert run(*command, "--jobs", "0") == one[command[0]]
+        assert started == pools  # fingerprint's, and with slow text scan's and filter's
