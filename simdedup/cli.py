@@ -12,7 +12,6 @@ import dataclasses
 import errno
 import functools
 import gc
-import io
 import json
 import math
 import os
@@ -89,8 +88,8 @@ from .report import (
     ReportWriter,
     Summary,
     UniqueWriter,
+    fingerprint_lines,
     format_for,
-    tsv_field,
 )
 from .settings import (
     HEAD_CROWD,
@@ -1908,7 +1907,9 @@ def _printed_chunks(
         return ordered_map(setup, read_chunks(sources, read_options, stdin), jobs, _idle(sources, stdin))
     docs = read_documents(sources, read_options, problems, stdin)
     made = _batched(docs, settings, kw["jobs"], False, _idle(sources, stdin))
-    return ((_fingerprint_lines(batch, fps, settings.bits, fmt), []) for batch, fps in made)
+    return (
+        (fingerprint_lines([doc.id for doc in batch], fps, settings.bits, fmt), []) for batch, fps in made
+    )
 
 
 def _chunk_jobs(sources: list[str], jobs: int, timed: bool = False) -> int | None:
@@ -1953,25 +1954,13 @@ def _chunk_printer(
 ) -> Callable[[Chunk | Problem], tuple[bytes, list[Problem]]]:
     """A worker's task for `fingerprint` (parallel.ordered_map): parallel.chunk_task's
     documents and fingerprints, printed, with the input problems."""
-    fingerprinted = chunk_task(settings, read_options, sketches=False)
+    fingerprinted = chunk_task(settings, read_options, sketches=False, raw=False)
 
     def printed(item: Chunk | Problem) -> tuple[bytes, list[Problem]]:
         found, docs, fps = fingerprinted(item)
-        return _fingerprint_lines(docs, fps or [], settings.bits, fmt), found
+        return fingerprint_lines([doc.id for doc in docs], fps or [], settings.bits, fmt), found
 
     return printed
-
-
-def _fingerprint_lines(docs: Sequence[Document], fps: Sequence[int | None], bits: int, fmt: str) -> bytes:
-    """`fingerprint`'s output for documents: FINGERPRINT<TAB>ID lines, or JSONL records."""
-    hexes = [None if fp is None else format_fingerprint(fp, bits) for fp in fps]
-    if fmt == "tsv":
-        return "".join(f"{hex_fp or '-'}\t{tsv_field(doc.id)}\n" for doc, hex_fp in zip(docs, hexes)).encode()
-    buffer = io.BytesIO()
-    out = RecordWriter(buffer, "jsonl", ())
-    for doc, hex_fp in zip(docs, hexes):
-        out.write({"id": doc.id, "fingerprint": hex_fp})
-    return buffer.getvalue()
 
 
 def _read_whole(path: str, messages: Messages) -> Document:

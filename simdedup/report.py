@@ -12,8 +12,9 @@ import csv
 import io
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from json.encoder import encode_basestring
 from typing import IO, Any, Protocol
 
 from .dedup import Decision
@@ -35,6 +36,24 @@ _TSV_SPECIAL = re.compile(r"[\\\t\n\r]")
 def tsv_field(value: object) -> str:
     text = "" if value is None else value if isinstance(value, str) else str(value)
     return text.translate(_TSV_ESCAPES) if _TSV_SPECIAL.search(text) else text
+
+
+def fingerprint_lines(ids: Sequence[str], fps: Sequence[int | None], bits: int, fmt: str) -> bytes:
+    """`fingerprint`'s output: FINGERPRINT<TAB>ID lines ("-": none), or JSONL records
+    {"id": ..., "fingerprint": ...} (null: none), byte for byte as RecordWriter writes
+    them, at a few tenths of a microsecond a line: TSV's escapes are looked for once in
+    all the ids, and a record is its id as a JSON string (json's own encoder of one)
+    in a fixed frame (json.dumps of each record took ~2.9 us)."""
+    hexes = ["-" if fp is None else format_fingerprint(fp, bits) for fp in fps]
+    if fmt == "tsv":
+        if _TSV_SPECIAL.search("".join(ids)):
+            ids = [tsv_field(i) for i in ids]
+        return "".join([f"{hex_fp}\t{i}\n" for hex_fp, i in zip(hexes, ids)]).encode()
+    if fmt != "jsonl":
+        raise ValueError(f"fingerprint lines are tsv or jsonl, not {fmt!r}")
+    frame = '{{"id": {}, "fingerprint": {}}}\n'.format
+    values = ["null" if hex_fp == "-" else f'"{hex_fp}"' for hex_fp in hexes]
+    return "".join(map(frame, map(encode_basestring, ids), values)).encode("utf-8")
 
 
 class RecordWriter:

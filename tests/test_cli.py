@@ -22,8 +22,11 @@ from typing import IO
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simdedup.cli import PIPELINE_BATCH, main
+from simdedup.report import RecordWriter, fingerprint_lines, tsv_field
 
 EN = (
     "The harbour was quiet that morning, with fishing boats tied up along the stone wall and "
@@ -423,6 +426,42 @@ def test_fingerprint_prints_fingerprint_tab_id(lines: Path) -> None:
 def test_fingerprint_as_jsonl(lines: Path) -> None:
     records = [json.loads(x) for x in run("fingerprint", str(lines), "--format", "jsonl").stdout.splitlines()]
     assert records[3] == {"id": f"{lines}:4", "fingerprint": None}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.text(max_size=12), st.none() | st.integers(0, 2**64 - 1)), max_size=8),
+    fmt=st.sampled_from(["tsv", "jsonl"]),
+)
+def test_fingerprint_lines_are_what_the_record_writer_writes(
+    rows: list[tuple[str, int | None]], fmt: str
+) -> None:
+    # fingerprint formats its lines itself, faster: the same bytes as one record at a time.
+    ids, fps = [i for i, _ in rows], [fp for _, fp in rows]
+    expected = io.BytesIO()
+    for i, fp in rows:
+        if fmt == "jsonl":
+            RecordWriter(expected, fmt, ()).write(
+                {"id": i, "fingerprint": None if fp is None else f"{fp:016x}"}
+            )
+        else:
+            expected.write(f"{'-' if fp is None else f'{fp:016x}'}\t{tsv_field(i)}\n".encode())
+    assert fingerprint_lines(ids, fps, 64, fmt) == expected.getvalue()
+
+
+def test_fingerprint_writes_awkward_ids_as_records_do(tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    ids = ['say "hi"', "tab\there", "back\\slash", "中文 id", "bell\x07", "line\u2028sep", "😀"]
+    records.write_text(
+        "".join(json.dumps({"id": i, "text": f"text of {n} words"}) + "\n" for n, i in enumerate(ids))
+    )
+    jsonl = run("fingerprint", str(records), "--format", "jsonl").stdout_bytes
+    assert [json.loads(line)["id"] for line in jsonl.splitlines()] == ids
+    assert jsonl == b"".join(
+        json.dumps(json.loads(line), ensure_ascii=False).encode() + b"\n" for line in jsonl.splitlines()
+    )
+    tsv_ids = [row.split("\t", 1)[1] for row in run("fingerprint", str(records)).stdout.split("\n")[:-1]]
+    assert tsv_ids == [tsv_field(i) for i in ids] and "tab\\there" in tsv_ids
 
 
 def test_compare_near_documents_exits_0_and_explains(tmp_path: Path) -> None:
