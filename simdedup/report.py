@@ -24,8 +24,13 @@ from .read import plain_name
 TABULAR = ("tsv", "csv")
 
 
+#: json.dumps(record, ensure_ascii=False) makes an encoder a call (4.5 us a report
+#: record of 7 fields; this one's encode: 2.6 us). The same text; it keeps no state.
+_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
 def _json_line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    return (_JSON.encode(record) + "\n").encode("utf-8")
 
 
 #: TSV's escapes, and what needs one: most fields (numbers, hex, ids) have none.
