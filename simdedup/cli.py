@@ -88,6 +88,7 @@ from .report import (
     ReportWriter,
     Summary,
     UniqueWriter,
+    counted,
     fingerprint_lines,
     format_for,
 )
@@ -2478,8 +2479,9 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
     stream.flush()
     total = sum(counts.values())
     messages.info(
-        f"{total:,} documents: {counts['new']:,} new, {counts['duplicate']:,} duplicates of documents "
-        f"in {path} ({len(stored):,} fingerprints), {counts['empty']:,} empty, {problems.errors:,} errors"
+        f"{counted(total, 'document')}: {counts['new']:,} new, {counted(counts['duplicate'], 'duplicate')} "
+        f"of documents in {path} ({counted(len(stored), 'fingerprint')}), {counts['empty']:,} empty, "
+        f"{counted(problems.errors, 'error')}"
     )
     _details(messages, dd)
     if problems.errors:

@@ -329,7 +329,13 @@ class Summary:
 
     def line(self) -> str:
         return (
-            f"{self.documents:,} documents: {self.unique:,} unique, {self.duplicates:,} duplicates "
-            f"in {self.groups:,} groups, {self.empty:,} empty, {self.skipped:,} skipped, "
-            f"{self.errors:,} errors; {self.seconds:.2f} s ({self.docs_per_second:,.0f} docs/s)"
+            f"{counted(self.documents, 'document')}: {self.unique:,} unique, "
+            f"{counted(self.duplicates, 'duplicate')} in {counted(self.groups, 'group')}, "
+            f"{self.empty:,} empty, {self.skipped:,} skipped, {counted(self.errors, 'error')}; "
+            f"{self.seconds:.2f} s ({self.docs_per_second:,.0f} docs/s)"
         )
+
+
+def counted(n: int, noun: str) -> str:
+    """A count and its noun: "1 document", "2 documents", "1,000 documents"."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")

@@ -502,7 +502,7 @@ def test_outputs_reached_through_a_link_in_an_input_directory_are_not_read_back(
         with open(out / "stdout.txt", "wb") as stdout:
             result = simdedup(command, str(corpus), "-j", jobs, *args, stdout=stdout)
         assert result.returncode == 0, result.stderr
-        assert b"1 documents: 1 unique" in result.stderr or command == "fingerprint"
+        assert b"1 document: 1 unique" in result.stderr or command == "fingerprint"
         read = "".join(
             f.read_text() for f in (out / "stdout.txt", out / "r.jsonl", out / "u.txt") if f.exists()
         )
