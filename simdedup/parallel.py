@@ -207,9 +207,10 @@ def _jobs_paid_for(seconds_a_char: float) -> int:
     return default_jobs() if seconds_a_char >= WORKERS_PAY_OFF else 1
 
 
-#: ordered_map's jobs=AUTO times this many items with text, and goes by the fastest: a
-#: hiccup in one (a garbage collection took 16 ms of a 64 KiB chunk's ~2) does not
-#: start workers for English text, nor does a first load (jieba's dictionary) decide.
+#: ordered_map's jobs=AUTO times this many items with text, and goes by the fastest: the
+#: first one's costs of a first time (16 ms for 64 KiB of short English lines in one
+#: process, where the next chunk took 0.14 us a character) do not start workers for
+#: English text, nor does jieba's dictionary loading decide for Chinese.
 AUTO_SAMPLES = 2
 
 
