@@ -1919,7 +1919,7 @@ def _chunk_jobs(sources: list[str], jobs: int, timed: bool = False) -> int | Non
     for files that hold CHUNK_WORKERS_FROM bytes: one per CPU (`fingerprint`, whose main
     process only moves bytes), or with `timed` (the commands that do something with
     each document in this process) only where fingerprinting is the slow part: AUTO,
-    for ordered_map to time the first chunk with text (parallel.chunk_chars). English
+    for ordered_map to time the first chunks with text (parallel.chunk_chars). English
     text in workers was slower there: `scan` of 1M lines took 29.0-29.7 s against
     24.5-26.1 s in one process, which already keeps more than one CPU busy (the
     compiled core and the index searches run outside the GIL, beside the decisions);

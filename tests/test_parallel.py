@@ -563,7 +563,7 @@ def test_chunk_chars_counts_characters_not_bytes() -> None:
     assert chunk_chars(Problem("f", "missing", "no such file")) == 0
 
 
-def test_ordered_map_auto_times_the_first_item_with_text(
+def test_ordered_map_auto_times_the_first_items_with_text(
     monkeypatch: pytest.MonkeyPatch, started: list[int]
 ) -> None:
     items = [0, 0, 5, 5, 5, 5]  # the characters of each; the first two have none
