@@ -913,7 +913,7 @@ class Outputs(contextlib.ExitStack):
     ) -> None:
         super().__init__()
         self.sources = [s for s in sources if s != STDIN]
-        self.stdin = _regular(_stat_of(sys.stdin)) if STDIN in sources else None  # the file it reads
+        self.stdin = _stdin_file(sources)
         self.options = options or ReadOptions()
         # the index's lock file too: written over or renamed over, it no longer locks
         self.taken: list[tuple[str, str]] = (
@@ -1070,7 +1070,7 @@ def _refuse_index_in_inputs(sources: Sequence[str], index: str | None, options: 
         (index, f"--index {index}"),
         (lock_path(os.path.realpath(index)), f"--index {index}'s lock file"),
     )
-    stdin = _regular(_stat_of(sys.stdin)) if STDIN in sources else None
+    stdin = _stdin_file(sources)
     for source in sources:
         for path, what in files:
             if _names(path, stdin if source == STDIN else _stat_path(source)):
@@ -1101,6 +1101,11 @@ def _stat_path(path: str) -> os.stat_result | None:
         return os.stat(path)
     except (OSError, ValueError):
         return None
+
+
+def _stdin_file(sources: Sequence[str]) -> os.stat_result | None:
+    """The regular file that stdin reads, where `sources` read stdin."""
+    return _regular(_stat_of(sys.stdin)) if STDIN in sources else None
 
 
 def _regular(st: os.stat_result | None) -> os.stat_result | None:
