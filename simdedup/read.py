@@ -817,7 +817,16 @@ def _not_text(start: bytes, name: str) -> Problem | None:
     """Why a stream read line by line that starts with `start` is refused, or None:
     compressed data there (on stdin, or in a file not named for its format) would be read
     as lines of binary, and `filter` would write back a damaged stream; UTF-16 or UTF-32
-    text as lines of NUL-split garbage (their newlines are two or four bytes)."""
+    text as lines of NUL-split garbage (their newlines are two or four bytes). A
+    format's magic number is looked for first: the first line of gzip data whose header
+    holds a newline byte (its mtime) is a few bytes that look like UTF-16 to the guess."""
+    for codec in CODECS:
+        if codec.magic.match(start):
+            how = f"{codec.cat} it into simdedup"
+            if not is_stream(name):
+                how = f"name it FILE{codec.suffix}, or {how}"
+            kind = "gzip" if codec.kind == "gzip" else "compressed"
+            return Problem(name, kind, f"{codec.kind} data is not read as text: {how}")
     if (encoding := _wide_encoding(start)) is not None:
         upper = encoding.upper()
         message = f"{upper} text is not read line by line: convert it to UTF-8 (iconv -f {upper} -t UTF-8)"
@@ -828,13 +837,6 @@ def _not_text(start: bytes, name: str) -> Problem | None:
             f"line: convert it to UTF-8 (iconv -f {unmarked} -t UTF-8)"
         )
         return Problem(name, "utf16", message)
-    for codec in CODECS:
-        if codec.magic.match(start):
-            how = f"{codec.cat} it into simdedup"
-            if not is_stream(name):
-                how = f"name it FILE{codec.suffix}, or {how}"
-            kind = "gzip" if codec.kind == "gzip" else "compressed"
-            return Problem(name, kind, f"{codec.kind} data is not read as text: {how}")
     return None
 
 
