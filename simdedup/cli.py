@@ -61,6 +61,7 @@ from .read import (
     Document,
     Problem,
     ReadOptions,
+    Span,
     Streams,
     codec_for,
     file_identity,
@@ -1303,8 +1304,9 @@ def _made(
     fingerprints, ...) as fingerprint_batches gives them, each input problem reported
     before the batch it is in. Files and stdin are read in chunks of lines that the
     workers parse too (read.read_chunks, parallel.chunk_batches), so the main process
-    only moves bytes and documents without their texts (and with raw=False without
-    their input form, Document.raw); a directory a document at a time. From stdin, a
+    only moves bytes (of a plain file none: the workers read its Spans) and documents
+    without their texts (and with raw=False without their input form, Document.raw);
+    a directory a document at a time. From stdin, a
     batch also ends where its writer goes quiet (Lines.waiting). --jobs 0 starts
     workers only where fingerprinting is the slow part (_chunk_jobs with `timed`).
     Close the iterator to stop the workers."""
@@ -1898,7 +1900,8 @@ def _printed_chunks(
 ) -> Iterator[tuple[bytes, list[Problem]]]:
     """What `fingerprint` prints, a piece at a time, with the input problems to report
     before it. Files and stdin are read in chunks of lines that worker processes parse,
-    fingerprint and format (read.read_chunks; the main process only copies bytes);
+    fingerprint and format (read.read_chunks; the main process only copies bytes, and
+    of a plain file none);
     directories a document at a time, fingerprinted in batches."""
     sources = _sources(paths)
     read_options = _read_options(kw, sources)
@@ -1957,12 +1960,12 @@ CHUNK_WORKERS_FROM = 2 * CHUNK_BYTES
 
 def _chunk_printer(
     settings: Settings, read_options: ReadOptions, fmt: str
-) -> Callable[[Chunk | Problem], tuple[bytes, list[Problem]]]:
+) -> Callable[[Chunk | Span | Problem], tuple[bytes, list[Problem]]]:
     """A worker's task for `fingerprint` (parallel.ordered_map): parallel.chunk_task's
     documents and fingerprints, printed, with the input problems."""
     fingerprinted = chunk_task(settings, read_options, sketches=False, raw=False)
 
-    def printed(item: Chunk | Problem) -> tuple[bytes, list[Problem]]:
+    def printed(item: Chunk | Span | Problem) -> tuple[bytes, list[Problem]]:
         found, docs, fps = fingerprinted(item)
         return fingerprint_lines([doc.id for doc in docs], fps or [], settings.bits, fmt), found
 

@@ -9,7 +9,8 @@ interrupt means) and die with the parent. Never prints.
 ordered_map, the one driver of the workers, runs any task over a stream of items in
 them, in order: the commands give them whole chunks of lines of files and stdin
 (read.read_chunks) to parse and fingerprint (chunk_task; `fingerprint` formats its
-output there too), so that the main process only moves bytes; chunk_batches joins the
+output there too), so that the main process only moves bytes, and of a plain file
+none: its Spans, which the workers read themselves; chunk_batches joins the
 answers into the batches that deciding takes. fingerprint_batches serves directories,
 read a document at a time: it maps pieces of their batches and joins the answers back.
 """
@@ -46,7 +47,7 @@ from .fingerprint import (
     compiled_serves,
     fingerprint_work,
 )
-from .read import Chunk, Document, Problem, ReadOptions, ascii_lines, read_chunk
+from .read import Chunk, Document, Problem, ReadOptions, Span, SpanReader, ascii_lines, read_chunk
 from .settings import Settings
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
@@ -69,8 +70,8 @@ AUTO = 0
 WORKERS_PAY_OFF = 0.2e-6
 #: After Ctrl-C, how long the batches already handed to workers may take to come back.
 DRAIN_SECONDS = 10.0
-#: chunk_task's task: a Chunk or a Problem in; (problems, documents, Result) out.
-ChunkTask = Callable[["Chunk | Problem"], "tuple[list[Problem], list[Document], Result | None]"]
+#: chunk_task's task: a Chunk, a Span or a Problem in; (problems, documents, Result) out.
+ChunkTask = Callable[["Chunk | Span | Problem"], "tuple[list[Problem], list[Document], Result | None]"]
 
 #: What a worker needs of a document: its text, or the features it came with.
 Work = Sequence[str | dict[str, float]]
@@ -214,9 +215,13 @@ def _jobs_paid_for(seconds_a_char: float) -> int:
 AUTO_SAMPLES = 2
 
 
-def chunk_chars(item: Chunk | Problem) -> int:
-    """The characters of a Chunk's text (its UTF-8 bytes but the continuation bytes);
-    0 for a Problem: what ordered_map's jobs=AUTO weighs a chunk's time by."""
+def chunk_chars(item: Chunk | Span | Problem) -> int:
+    """The characters of a Chunk's or a Span's text (its UTF-8 bytes but the
+    continuation bytes); 0 for a Problem: what ordered_map's jobs=AUTO weighs a chunk's
+    time by. A Span is read again for it, as only the first few are asked about."""
+    if isinstance(item, Span):
+        with contextlib.closing(SpanReader()) as read:
+            item = read(item)
     if isinstance(item, Problem):
         return 0
     data = np.frombuffer(item.data, np.uint8)
@@ -314,15 +319,18 @@ def ordered_map(
 
 
 def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool, raw: bool = True) -> ChunkTask:
-    """A worker's task (ordered_map's setup) for read.read_chunks' items: a Chunk's
-    (problems, documents, their Result); a Problem of the reading, passed on in its
-    place. The documents come back without their texts, which only fingerprinting
+    """A worker's task (ordered_map's setup) for read.read_chunks' items: a Chunk's or
+    a Span's (problems, documents, their Result); a Problem of the reading, passed on in
+    its place. The documents come back without their texts, which only fingerprinting
     needs: half the bytes to send; with raw=False without their input form either
     (Document.raw, which only writing the unique documents back needs): the other half."""
     hasher = FeatureHasher(settings.bits, settings.seed)
     compiled = CompiledAfter(sketches)
+    spans = SpanReader()  # each process reads its Spans' bytes itself
 
-    def task(item: Chunk | Problem) -> tuple[list[Problem], list[Document], Result | None]:
+    def task(item: Chunk | Span | Problem) -> tuple[list[Problem], list[Document], Result | None]:
+        if isinstance(item, Span):
+            item = spans(item)
         if isinstance(item, Problem):
             return [item], [], None
         # Plain ASCII lines go to the compiled core in the chunk's bytes, never decoded.

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from simdedup import Document, Problem, ReadOptions, read_documents
 from simdedup import read as read_module
-from simdedup.read import MAX_DOC_SIZE, Chunk, Lines, read_chunk, read_chunks
+from simdedup.read import MAX_DOC_SIZE, Chunk, Lines, Span, SpanReader, read_chunk, read_chunks
 
 
 def read(paths: list[str], options: ReadOptions | None = None, stdin: bytes | None = None):
@@ -296,10 +296,13 @@ def test_an_unreadable_file_is_a_problem(tmp_path: Path) -> None:
 
 
 def read_in_chunks(paths: list[str], options: ReadOptions, size: int) -> tuple[list[Document], list[Problem]]:
-    """read_chunks then read_chunk on each, as the workers read files."""
+    """read_chunks then read_chunk on each, as the workers read files (a Span from its file)."""
     docs: list[Document] = []
     problems: list[Problem] = []
+    spans = SpanReader()
     for item in read_chunks(paths, options, size=size):
+        if isinstance(item, Span):
+            item = spans(item)
         if isinstance(item, Problem):
             problems.append(item)
         else:
@@ -356,14 +359,76 @@ def test_files_read_in_chunks_give_what_reading_them_whole_gives(
 def test_chunks_hold_whole_lines_and_know_their_first_line_number(tmp_path: Path) -> None:
     f = tmp_path / "a.txt"
     f.write_bytes(b"one\ntwo\nthree\nfour")
-    with mock.patch.object(read_module, "FIRST_CHUNK_BYTES", 5):
-        chunks = list(read_chunks([str(f)], ReadOptions(), size=6))
-    assert chunks == [
+    expected = [
         Chunk(str(f), 1, b"one\n"),
         Chunk(str(f), 2, b"two\n"),
         Chunk(str(f), 3, b"three\n"),
         Chunk(str(f), 4, b"four"),
     ]
+    gz = tmp_path / "a.txt.gz"  # read by this process: Chunks of the bytes
+    gz.write_bytes(gzip.compress(f.read_bytes()))
+    with mock.patch.object(read_module, "FIRST_CHUNK_BYTES", 5):
+        assert list(read_chunks([str(gz)], ReadOptions(), size=6)) == [
+            c._replace(name=str(gz)) for c in expected
+        ]
+        spans = list(read_chunks([str(f)], ReadOptions(), size=6))
+    # A plain file: Spans of it, the same lines, that a worker reads itself.
+    assert all(isinstance(span, Span) for span in spans)
+    assert [(s.first, s.lines, s.at, s.size) for s in spans] == [
+        (1, 1, 0, 4),
+        (2, 1, 4, 4),
+        (3, 1, 8, 6),
+        (4, 1, 14, 4),
+    ]
+    assert [SpanReader()(span) for span in spans] == expected
+
+
+def test_a_span_of_a_file_replaced_or_cut_since_it_was_read_is_a_problem_naming_its_lines(
+    tmp_path: Path,
+) -> None:
+    # Workers read a plain file's Spans after the main process has cut it into them;
+    # what changed meanwhile loses those lines, and says which.
+    f = tmp_path / "a.txt"
+    f.write_bytes(b"".join(b"line %d\n" % i for i in range(1, 20_001)))
+    spans = list(read_chunks([str(f)], ReadOptions(), size=4096))
+    assert len(spans) > 3 and all(isinstance(span, Span) for span in spans)
+    read = SpanReader()
+    assert isinstance(read(spans[0]), Chunk)
+    os.truncate(f, spans[2].at + 10)
+    cut, gone = read(spans[2]), read(spans[3])
+    assert isinstance(cut, Problem) and cut.kind == "unreadable" and cut.skipped
+    assert cut.where == f"{f}:{spans[2].first}"
+    last = spans[2].first + spans[2].lines - 1
+    assert (
+        cut.message == f"the file shrank while it was read: lines {spans[2].first:,} to {last:,} are not read"
+    )
+    assert isinstance(gone, Problem) and "shrank" in gone.message
+    replaced = tmp_path / "b.txt"
+    replaced.write_bytes(f.read_bytes())
+    os.replace(replaced, f)
+    # A reader that holds the file open reads on in it; one that opens its name finds another.
+    assert isinstance(read(spans[1]), Chunk)
+    problem = SpanReader()(spans[1])
+    assert isinstance(problem, Problem) and problem.kind == "unreadable"
+    assert problem.message.startswith("the file was replaced while it was read: lines ")
+
+
+def test_only_plain_files_that_another_process_finds_again_are_read_in_spans(tmp_path: Path) -> None:
+    f = tmp_path / "a.txt"
+    f.write_bytes(b"one\ntwo\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(f)
+    (span,) = read_chunks([str(link)], ReadOptions())
+    assert isinstance(span, Span) and span.name == str(link) and span.path == str(f)
+    assert SpanReader()(span) == Chunk(str(link), 1, b"one\ntwo\n")
+    # /proc's files are each process's own and have no size: read here.
+    status = Path("/proc/self/status")
+    if status.exists():
+        first = next(read_chunks([str(status)], ReadOptions()))
+        assert isinstance(first, Chunk) and first.data.startswith(b"Name:")
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    assert [p.kind for p in read_chunks([str(empty)], ReadOptions())] == ["empty-file"]
 
 
 def test_directories_are_not_read_in_chunks_and_stdin_needs_its_stream(tmp_path: Path) -> None:
@@ -401,7 +466,7 @@ def test_a_file_cut_shorter_while_it_is_read_is_warned_about(tmp_path: Path) -> 
     assert "the file shrank while it was read" in problems[0].message
     items = read_chunks([str(f)], ReadOptions(), size=4096)
     f.write_text("".join(f"line {i} of a file that is cut while it is read\n" for i in range(20_000)))
-    assert isinstance(next(items), Chunk)
+    assert isinstance(next(items), Span)
     os.truncate(f, 1000)
     last = list(items)[-1]
     assert isinstance(last, Problem) and last.kind == "shrank"
