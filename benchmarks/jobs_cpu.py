@@ -24,7 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scaling import write_english_file  # noqa: E402
 
-#: Runs the CLI in a process that, at its exit, prints its own CPU and its children's.
+#: Runs the CLI, as the `simdedup` command does (simdedup/__main__.py: one OpenBLAS
+#: thread, numba told there is no BLAS), in a process that, at its exit, prints its own
+#: CPU and its children's. Before stop 31 it called cli.main, without that setup: the
+#: main process's CPU read ~0.3 s high.
 MEASURED = """
 import atexit, resource, sys, time
 start = time.perf_counter()
@@ -33,8 +36,8 @@ def said():
     print(f"{time.perf_counter() - start} {own.ru_utime + own.ru_stime} {kids.ru_utime + kids.ru_stime}",
           file=sys.stderr)
 atexit.register(said)
-from simdedup.cli import main
-main(sys.argv[1:], prog_name="simdedup")
+import runpy
+runpy.run_module("simdedup", run_name="__main__")  # as the command starts: __main__'s setup
 """
 
 
