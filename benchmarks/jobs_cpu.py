@@ -5,8 +5,9 @@ Issue 5 asks `--jobs 2` for 1.8x one job's throughput on 2 cores. This runs
 run its wall time, the main process's CPU (user + system) and its workers' (the children
 it waited for), then the ratio of each round's walls. What bounds the ratio: the main
 process's serial start (Python, then numba loaded before the workers fork, so that they
-inherit it) and its copying of the input's bytes to the workers, and two workers each
-running slower beside each other than one alone (their CPU summed against `-j1`'s).
+inherit it), its reading of the input (since stop 31 only to count a plain file's
+lines: the workers read their chunks' bytes themselves), and two workers each running
+slower beside each other than one alone (their CPU summed against `-j1`'s).
 
 Run: .venv/bin/python benchmarks/jobs_cpu.py --docs 1000000 --rounds 3   (about a
 minute; the file, 652 MB, is scaling.py's generator, seed 0, written once to
