@@ -675,11 +675,13 @@ def _reopenable(stream: IO[bytes], name: str) -> tuple[str, tuple[int, int]] | N
     """(real path, (st_dev, st_ino)) of a plain file that another process can open again
     by that path and find the same: not a compressed one (its Spans would be of the
     decompressed bytes), nor one of /proc's (size 0, and /proc/self is each process's
-    own), nor one renamed or deleted since it was opened."""
+    own), nor one renamed or deleted since it was opened; and one of more than
+    FIRST_CHUNK_BYTES. A smaller file is one chunk, which costs less to send than to
+    open again: 20,000 files of 400 bytes took `fingerprint -j2` 5% longer as Spans."""
     if not isinstance(stream, io.BufferedReader):
         return None
     opened = os.fstat(stream.fileno())
-    if not stat.S_ISREG(opened.st_mode) or opened.st_size == 0:
+    if not stat.S_ISREG(opened.st_mode) or opened.st_size <= FIRST_CHUNK_BYTES:
         return None
     path = os.path.realpath(name)
     try:
