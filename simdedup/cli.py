@@ -1306,10 +1306,9 @@ def _made(
     workers parse too (read.read_chunks, parallel.chunk_batches), so the main process
     only moves bytes (of a plain file none: the workers read its Spans) and documents
     without their texts (and with raw=False without their input form, Document.raw);
-    a directory a document at a time. From stdin, a
-    batch also ends where its writer goes quiet (Lines.waiting). --jobs 0 starts
-    workers only where fingerprinting is the slow part (_chunk_jobs with `timed`).
-    Close the iterator to stop the workers."""
+    a directory a document at a time. From stdin, a batch also ends where its writer
+    goes quiet (Lines.waiting). --jobs 0 starts workers only where fingerprinting is
+    the slow part (_chunk_jobs with `timed`). Close the iterator to stop the workers."""
     idle = _idle(sources, stdin)
     jobs_here = _chunk_jobs(sources, jobs, timed=True)
     load_compiled_for(_input_bytes(sources), settings, sketches)  # the named files' bytes
