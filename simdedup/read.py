@@ -727,8 +727,8 @@ def _spans(
             buf[:held] = buf[cut : cut + held]
             if len(buf) < size:
                 buf.extend(bytes(size - len(buf)))
-            elif held <= size < len(buf):  # grown for a long line that is out now
-                del buf[size:]
+            elif held < size < len(buf):  # grown for a long line that is out now
+                del buf[size:]  # with room left: a full buffer reads nothing more
     except READ_ERRORS as e:
         if cut := buf.rfind(b"\n", 0, held) + 1:
             yield (whole := span(cut))

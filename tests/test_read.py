@@ -10,7 +10,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from simdedup import Document, Problem, ReadOptions, read_documents
@@ -327,6 +327,9 @@ line_parts = st.sampled_from(
 
 
 @settings(max_examples=60, deadline=None)
+# A buffer grown for a long line and cut back to `size` with the rest of a line filling
+# it read nothing more: the file's last line lost its end (found by this test in CI).
+@example(files=[b"a ba b\na b"], sizes=(1, 1), jsonl=False, limit=3, zipped="no")
 @given(
     files=st.lists(st.lists(line_parts, max_size=12).map(b"".join), min_size=1, max_size=3),
     sizes=st.tuples(st.integers(1, 9) | st.just(1 << 16), st.integers(1, 9) | st.just(1 << 20)),
