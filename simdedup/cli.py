@@ -48,7 +48,6 @@ from .parallel import (
     chunk_task,
     default_jobs,
     fingerprint_batches,
-    load_compiled_for,
     ordered_map,
 )
 from .read import (
@@ -1311,7 +1310,6 @@ def _made(
     the slow part (_chunk_jobs with `timed`). Close the iterator to stop the workers."""
     idle = _idle(sources, stdin)
     jobs_here = _chunk_jobs(sources, jobs, timed=True)
-    load_compiled_for(_input_bytes(sources), settings, sketches)  # the named files' bytes
     if jobs_here is None:
         docs = read_documents(sources, read_options, on_problem, stdin)
         return _batched(docs, settings, jobs, sketches, idle)
@@ -1909,7 +1907,6 @@ def _printed_chunks(
         read_options = dataclasses.replace(read_options, written=frozenset({out}))
     stdin = Streams(_binary(sys.stdin))
     jobs = _chunk_jobs(sources, kw["jobs"])
-    load_compiled_for(_input_bytes(sources), settings, sketches=False)  # the named files' bytes
     if jobs is not None:
         setup = functools.partial(_chunk_printer, settings, read_options, fmt)
         return ordered_map(setup, read_chunks(sources, read_options, stdin), jobs, _idle(sources, stdin))

@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import xxhash
 
-from .fingerprint import BATCH_SIZE, CompiledAfter, FeatureHasher, HashFunc, check_hasher, fingerprint_work
+from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, check_hasher, fingerprint_work
 from .index import BlockIndex, fingerprint_array, near_pair_arrays
 from .read import Document
 from .settings import MIN_JACCARD, Settings
@@ -136,7 +136,6 @@ class Deduplicator:
             )
         self.index = index if index is not None else BlockIndex(self.settings.bits, self.settings.distance)
         self.ids = Ids()
-        self._compiled = CompiledAfter(sketches=False)  # when process() turns to the compiled core
 
     def extend(self, fps: np.ndarray | Iterable[int], ids: Ids | Iterable[str]) -> None:
         """Preload kept documents (e.g. from a stored index): they get the next rows.
@@ -258,7 +257,7 @@ class Deduplicator:
 
     def process(self, docs: Sequence[Document]) -> list[Decision]:
         checked_documents(docs)
-        fps = fingerprint_documents(docs, self.settings, self.hashfunc, self._compiled(len(docs)))
+        fps = fingerprint_documents(docs, self.settings, self.hashfunc, compiled=True)
         return self.decide_many(docs, fps)
 
 

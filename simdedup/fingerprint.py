@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, islice
 from typing import Any
@@ -230,13 +229,12 @@ def fingerprint_texts(
     check_hasher(settings, hashfunc)
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     fps: list[int | None] = []
-    compiled = CompiledAfter(sketches=False)
     it = iter(texts)
     while chunk := list(islice(it, BATCH_SIZE)):  # bounded memory for any number of texts
         if not all(isinstance(t, str) for t in chunk):
             bad = next(t for t in chunk if not isinstance(t, str))
             raise TypeError(f"fingerprint_texts takes texts (str), not {type(bad).__name__}")
-        fps += text_batch_fingerprints(chunk, settings, hashfunc, compiled(len(chunk)))
+        fps += text_batch_fingerprints(chunk, settings, hashfunc, compiled=True)
     return fps
 
 
@@ -302,40 +300,6 @@ def compiled_core(
         [head_fps[i] for i in kept],
         sketches[kept] if len(sketches) else sketches,
     )
-
-
-#: Documents a process fingerprints by the numpy path before the compiled core
-#: (compiled_text) takes over: numba's first call costs a process about 0.55 s (and
-#: ~115 MB), which the core repays once a run's documents are as many again. It saves
-#: ~6 us a document of English text where sketches and heads are made (scan, filter),
-#: ~4 us where only fingerprints are (benchmarks/README.md, "Stop 29").
-COMPILED_DOCS = 80_000
-COMPILED_FINGERPRINT_DOCS = 150_000
-
-
-class CompiledAfter:
-    """Whether a process's next batch goes through the compiled core: once it has done
-    COMPILED_DOCS documents, or COMPILED_FINGERPRINT_DOCS without `sketches`, or at
-    once where the process has numba running already (parallel.load_compiled_for, in it
-    or in the parent it was forked from; or the index's compiled loops, from
-    index.COMPILED_ROWS rows: the core then costs ~20 ms). The results are the same
-    either way. One per run: a process, a Deduplicator, a call of fingerprint_texts."""
-
-    def __init__(self, sketches: bool) -> None:
-        self.left = COMPILED_DOCS if sketches else COMPILED_FINGERPRINT_DOCS
-
-    def __call__(self, batch: int) -> bool:
-        ready = self.now()
-        self.left -= batch
-        return ready
-
-    def now(self) -> bool:
-        """Whether the next batch goes through the core, without counting one."""
-        return self.left <= 0 or not _NUMBA_LOADERS.isdisjoint(sys.modules)
-
-
-#: The modules that run numba as soon as they are imported.
-_NUMBA_LOADERS = frozenset({"simdedup.compiled", "simdedup.compiled_text"})
 
 
 def placed(rows: list[int], values: list[Any], others: list[int], rest: list[Any]) -> list[Any]:
@@ -448,13 +412,6 @@ def occurrence_head_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list
     for i, fp in zip(np.flatnonzero(long).tolist(), found):
         out[i] = fp
     return out
-
-
-def compiled_serves(settings: Settings) -> bool:
-    """Whether the compiled core (compiled_core) does any text under these settings with
-    the default feature hash: other tokens, weights, shingles or bits take the numpy
-    path, and loading numba for them would cost ~0.55 s for nothing."""
-    return _occurrence_path(settings, FeatureHasher(settings.bits, settings.seed))
 
 
 def _occurrence_path(settings: Settings, hashfunc: HashFunc) -> bool:

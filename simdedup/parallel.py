@@ -39,14 +39,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .fingerprint import (
-    CompiledAfter,
-    FeatureHasher,
-    HashFunc,
-    check_hasher,
-    compiled_serves,
-    fingerprint_work,
-)
+from .fingerprint import FeatureHasher, HashFunc, check_hasher, fingerprint_work
 from .read import Chunk, Document, Problem, ReadOptions, Span, SpanReader, ascii_lines, read_chunk
 from .settings import Settings
 from .sketch import fingerprints_and_sketches
@@ -89,26 +82,6 @@ def default_jobs() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0)) or 1
     return os.cpu_count() or 1
-
-
-#: fingerprint.COMPILED_DOCS and COMPILED_FINGERPRINT_DOCS in bytes of input (English
-#: documents: ~650 bytes), for inputs whose size is known before they are read:
-#: load_compiled_for() loads the core at once.
-COMPILED_BYTES = 48 << 20
-COMPILED_FINGERPRINT_BYTES = 96 << 20
-
-
-def load_compiled_for(input_bytes: int, settings: Settings, sketches: bool) -> None:
-    """Load the compiled core now, in this process, where an input of `input_bytes`
-    will repay it (COMPILED_BYTES; COMPILED_FINGERPRINT_BYTES without `sketches`) and
-    the settings are ones it serves (fingerprint.compiled_serves): every batch then goes
-    through it (CompiledAfter), and worker processes forked later inherit it instead of
-    loading it each."""
-    least = COMPILED_BYTES if sketches else COMPILED_FINGERPRINT_BYTES
-    if input_bytes >= least and compiled_serves(settings):
-        from .compiled_text import load
-
-        load()
 
 
 def batch_results(
@@ -325,7 +298,6 @@ def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool, ra
     needs: half the bytes to send; with raw=False without their input form either
     (Document.raw, which only writing the unique documents back needs): the other half."""
     hasher = FeatureHasher(settings.bits, settings.seed)
-    compiled = CompiledAfter(sketches)
     spans = SpanReader()  # each process reads its Spans' bytes itself
 
     def task(item: Chunk | Span | Problem) -> tuple[list[Problem], list[Document], Result | None]:
@@ -334,12 +306,12 @@ def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool, ra
         if isinstance(item, Problem):
             return [item], [], None
         # Plain ASCII lines go to the compiled core in the chunk's bytes, never decoded.
-        if compiled.now() and (plain := ascii_lines(item, read_options, raw)) is not None:
+        if (plain := ascii_lines(item, read_options, raw)) is not None:
             docs, texts = plain
-            return [], docs, batch_results(texts, settings, hasher, sketches, compiled(len(docs)))
+            return [], docs, batch_results(texts, settings, hasher, sketches, compiled=True)
         found: list[Problem] = []
         docs = list(read_chunk(item, read_options, found.append))
-        result = batch_results(_work(docs), settings, hasher, sketches, compiled(len(docs))) if docs else None
+        result = batch_results(_work(docs), settings, hasher, sketches, compiled=True) if docs else None
         kept = [Document(doc.id, "", doc.raw if raw else b"", doc.features) for doc in docs]
         return found, kept, result
 
@@ -392,8 +364,7 @@ def _sliced(result: Result, start: int, stop: int | None) -> Result:
 def _batch_task(settings: Settings, sketches: bool) -> Callable[[Work], Result]:
     """A worker's task for fingerprint_batches: batch_results with a hasher of its own."""
     hasher = FeatureHasher(settings.bits, settings.seed)
-    compiled = CompiledAfter(sketches)
-    return lambda work: batch_results(work, settings, hasher, sketches, compiled(len(work)))
+    return lambda work: batch_results(work, settings, hasher, sketches, compiled=True)
 
 
 class _Workers:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .dedup import Decision, Deduplicator, Ids, _repeated, checked_documents
 from .features import normalized_many
-from .fingerprint import CompiledAfter, HashFunc, normalized_batch_fingerprints
+from .fingerprint import HashFunc, normalized_batch_fingerprints
 from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
 from .read import Document
 from .settings import HEAD_CROWD, MIN_JACCARD, Settings
@@ -83,7 +83,6 @@ class VerifyingDeduplicator(Deduplicator):
         self._has = np.zeros(0, bool)
         # The heads of the rows that have one: head_index row h is row _head_rows[h].
         self.head_index = BlockIndex(self.settings.bits, self.index.distance)
-        self._compiled = CompiledAfter(sketches=True)
         self._head_rows = np.zeros(0, np.int64)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -217,7 +216,7 @@ class VerifyingDeduplicator(Deduplicator):
             return super().process(docs)
         checked_documents(docs)
         work = [doc.text if doc.features is None else doc.features for doc in docs]
-        made = fingerprints_and_sketches(work, self.settings, self.hashfunc, self._compiled(len(docs)))
+        made = fingerprints_and_sketches(work, self.settings, self.hashfunc, compiled=True)
         return self.decide_many(docs, *made)
 
     def decide_many(

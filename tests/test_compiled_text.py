@@ -1,6 +1,6 @@
-"""The compiled core for ASCII text (compiled_text.py) gives what the numpy path gives, and
-the commands and the library switch to it after fingerprint.COMPILED_DOCS documents without
-changing a byte."""
+"""The compiled core for ASCII text (compiled_text.py, _textcore.c) gives what the numpy path
+gives, and the commands and the library use it from their first document without changing
+a byte."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from simdedup import read as read_module
 from simdedup import sketch as sketch_module
 from simdedup.cli import main
 from simdedup.compiled_text import ascii_batch, ascii_spans
-from simdedup.fingerprint import CompiledAfter, FeatureHasher, text_batch_fingerprints
-from simdedup.parallel import COMPILED_BYTES, COMPILED_FINGERPRINT_BYTES, chunk_task, load_compiled_for
+from simdedup.fingerprint import FeatureHasher, text_batch_fingerprints
+from simdedup.parallel import chunk_task
 from simdedup.sketch import OnePermutation, fingerprints_and_sketches, shingle_hashes
 from simdedup.xxh3 import VECTORIZED_MAX
 
@@ -167,18 +167,6 @@ def test_other_settings_do_not_use_the_core() -> None:
         assert text_batch_fingerprints(texts, s, compiled=True) == text_batch_fingerprints(texts, s)
 
 
-def test_an_input_of_known_size_loads_the_core_before_the_workers_fork() -> None:
-    with mock.patch.dict(sys.modules):
-        sys.modules.pop("simdedup.compiled_text", None)
-        load_compiled_for(COMPILED_BYTES - 1, Settings(), sketches=True)
-        load_compiled_for(COMPILED_FINGERPRINT_BYTES - 1, Settings(), sketches=False)
-        for unserved in (Settings(shingle=2), Settings(weights="tfidf"), Settings(bits=128)):
-            load_compiled_for(COMPILED_FINGERPRINT_BYTES, unserved, sketches=True)  # nothing to do (trial)
-        assert "simdedup.compiled_text" not in sys.modules
-        load_compiled_for(COMPILED_BYTES, Settings(), sketches=True)
-        assert "simdedup.compiled_text" in sys.modules
-
-
 @pytest.mark.parametrize("command", [True, False])
 def test_the_command_loads_the_core_without_looking_for_a_blas(command: bool) -> None:
     # Where scipy is installed, numba's first compiled call imports scipy.linalg to look for
@@ -187,24 +175,12 @@ def test_the_command_loads_the_core_without_looking_for_a_blas(command: bool) ->
     pytest.importorskip("scipy")
     code = (
         f"import sys{', simdedup.__main__' if command else ''}\n"
-        "from simdedup.compiled_text import load\n"
-        "load()\n"
+        "from simdedup.compiled import warm\n"
+        "warm()\n"
         "print('scipy.linalg' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == f"{not command}\n"
-
-
-def test_a_process_switches_after_its_first_documents_or_once_numba_runs() -> None:
-    with mock.patch.dict(sys.modules), mock.patch.object(fingerprint_module, "COMPILED_DOCS", 10):
-        for name in ("simdedup.compiled", "simdedup.compiled_text"):  # as in a process whose index is small
-            sys.modules.pop(name, None)
-        switch = CompiledAfter(sketches=True)
-        assert [switch(4), switch(4), switch(4), switch(4)] == [False, False, False, True]  # 8 done, then 12
-        assert not CompiledAfter(sketches=False)(1)
-        import simdedup.compiled  # noqa: F401  (what a large index loads)
-
-        assert CompiledAfter(sketches=False)(1)
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -224,13 +200,10 @@ def test_scan_and_fingerprint_write_the_same_bytes_with_the_core(
     monkeypatch.setattr(read_module, "CHUNK_BYTES", 1000)
     monkeypatch.setattr(cli_module, "DECIDED_CHUNK_BYTES", 1000)
     runs = {}
-    for documents in (1 << 30, 0):
-        monkeypatch.setattr(fingerprint_module, "COMPILED_DOCS", documents)
-        monkeypatch.setattr(fingerprint_module, "COMPILED_FINGERPRINT_DOCS", documents)
-        # Off: even though this process has loaded numba (other tests).
-        monkeypatch.setattr(
-            fingerprint_module, "_NUMBA_LOADERS", frozenset({"not loaded"} if documents else ())
-        )
+    for core in (True, False):
+        if not core:  # the numpy path for every text, workers (forked from here) included
+            monkeypatch.setattr(fingerprint_module, "compiled_core", lambda *_, **__: None)
+            monkeypatch.setattr(sketch_module, "compiled_core", lambda *_, **__: None)
         outputs = []
         for args in (
             ["scan", str(path), "--format", "tsv"],
@@ -241,9 +214,9 @@ def test_scan_and_fingerprint_write_the_same_bytes_with_the_core(
             result = CliRunner().invoke(main, [*args, "-j", jobs], catch_exceptions=False)
             assert result.exit_code == 0, result.stderr
             outputs.append(result.stdout)
-        runs[documents] = outputs
-    assert runs[0] == runs[1 << 30]
-    assert runs[0][0].count("\n") > 50 and "duplicate" in runs[0][1]
+        runs[core] = outputs
+    assert runs[True] == runs[False]
+    assert runs[True][0].count("\n") > 50 and "duplicate" in runs[True][1]
 
 
 def test_a_head_starts_at_the_first_of_equal_smallest_hashes() -> None:
@@ -258,36 +231,80 @@ def test_a_head_starts_at_the_first_of_equal_smallest_hashes() -> None:
     assert heads == window[:1] != window[1:]
 
 
-def test_warm_compiles_what_the_runs_call() -> None:
-    # `make install` runs warm(): a signature it did not compile would compile mid-run (~6 s).
-    from simdedup import compiled_text
-
-    compiled_text.warm()
-    warmed = list(compiled_text.ascii_documents.signatures)
-    fingerprints_and_sketches(["Some words, here.", ""], Settings(), FeatureHasher(64), compiled=True)
-    text_batch_fingerprints(["x y", "z"], Settings(), compiled=True)
-    assert compiled_text.ascii_documents.signatures == warmed
-
-
 @pytest.mark.parametrize("verify", [0.8, None])
-def test_the_library_switches_to_the_core_in_a_long_run(
+def test_the_library_uses_the_core_from_its_first_document(
     monkeypatch: pytest.MonkeyPatch, verify: float | None
 ) -> None:
-    texts = [f"Document {i}: the same few words, over and over, {i % 50}" for i in range(1500)]
+    texts = [f"Document {i}: the same few words, over and over, {i % 50}" for i in range(600)]
     docs = [Document(str(i), t, b"") for i, t in enumerate(texts)]
     runs = {}
-    for documents in (1 << 30, 500):
-        monkeypatch.setattr(fingerprint_module, "COMPILED_DOCS", documents)
-        monkeypatch.setattr(fingerprint_module, "COMPILED_FINGERPRINT_DOCS", documents)
-        monkeypatch.setattr(fingerprint_module, "_NUMBA_LOADERS", frozenset({"not loaded"}))
-        core = mock.Mock(wraps=fingerprint_module.compiled_core)
-        monkeypatch.setattr(fingerprint_module, "compiled_core", core)
-        monkeypatch.setattr(sketch_module, "compiled_core", core)
-        decisions = [(d.status, d.row, d.fingerprint) for d in dedup(docs, batch_size=256, verify=verify)]
-        by_dedup = core.call_count
-        fps = fingerprint_texts(texts)
-        used = [by_dedup > 0, core.call_count > by_dedup]
-        runs[documents] = (decisions, fps, used)
+    for core in (True, False):
+        made = mock.Mock(
+            wraps=fingerprint_module.compiled_core, side_effect=None if core else lambda *_: None
+        )
+        monkeypatch.setattr(fingerprint_module, "compiled_core", made)
+        monkeypatch.setattr(sketch_module, "compiled_core", made)
+        decisions = [(d.status, d.row, d.fingerprint) for d in dedup(docs[:5], verify=verify)]
+        by_dedup = made.call_count
+        fps = fingerprint_texts(texts[:5])
+        runs[core] = (decisions, fps, [by_dedup, made.call_count - by_dedup])
         monkeypatch.undo()
-    assert runs[500][:2] == runs[1 << 30][:2]
-    assert (runs[500][2], runs[1 << 30][2]) == ([True, True], [False, False])
+    assert runs[True][:2] == runs[False][:2]
+    assert runs[True][2] == runs[False][2] == [1, 1]  # asked for its first five documents
+
+
+def test_the_fingerprint_command_never_loads_numba(tmp_path: Path) -> None:
+    # The C core loads with the package; numba (~0.25 s a process, before the workers fork)
+    # only with a large index's compiled loops, which `fingerprint` has none of.
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"line {i} of plain English words\n" for i in range(5000)))
+    code = (
+        "import sys, simdedup.__main__ as command\n"
+        "from click.testing import CliRunner\n"
+        f"result = CliRunner().invoke(command.main, ['fingerprint', {str(path)!r}, '-j', '2'])\n"
+        "print(result.exit_code, result.stdout.count('\\n'), 'numba' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "0 5000 False\n"
+
+
+def test_the_c_core_shares_the_python_modules_constants() -> None:
+    from simdedup import _textcore
+    from simdedup.fingerprint import _LANE_MAX
+    from simdedup.settings import HEAD_TOKENS
+
+    assert (_textcore.HEAD_TOKENS, _textcore.VECTORIZED_MAX) == (HEAD_TOKENS, VECTORIZED_MAX)
+    assert (_LANE_MAX, int(sketch_module._EMPTY)) == (_textcore.LANE_MAX, _textcore.EMPTY)
+
+
+def test_the_c_core_refuses_bounds_and_outputs_that_do_not_fit() -> None:
+    from simdedup import _textcore
+
+    def outputs(n: int) -> list[np.ndarray]:
+        return [np.zeros(n, np.uint64), np.zeros(n, bool), np.zeros(n, np.uint64), np.zeros(n, bool)]
+
+    bounds = np.array([0], np.int64), np.array([9], np.int64)
+    with pytest.raises(ValueError, match="outside 4 bytes"):
+        _textcore.ascii_documents(
+            b"abcd", *bounds, True, 0, 2, *outputs(1), np.zeros(0, np.uint8), np.zeros(1, bool)
+        )
+    with pytest.raises(ValueError, match="fps"):
+        _textcore.ascii_documents(
+            b"abcdefghij", *bounds, True, 0, 2, *outputs(2), np.zeros(0, np.uint8), np.zeros(1, bool)
+        )
+    with pytest.raises(ValueError, match="sketches"):
+        _textcore.ascii_documents(
+            b"abcdefghij", *bounds, True, 4, 2, *outputs(1), np.zeros(3, np.uint8), np.zeros(1, bool)
+        )
+    with pytest.raises(TypeError):  # read-only outputs
+        _textcore.ascii_documents(
+            b"abcdefghij",
+            *bounds,
+            True,
+            0,
+            2,
+            b"12345678",
+            *outputs(1)[1:],
+            np.zeros(0, np.uint8),
+            np.zeros(1, bool),
+        )

@@ -1,0 +1,350 @@
+/* The compiled core for ASCII text, in C: words found, hashed, summed and sketched in one pass.
+ *
+ * compiled_text.py calls it; see there for what it computes. Loading it costs a process
+ * nothing measurable, where numba's first call cost ~0.25-0.55 s, so every batch of ASCII
+ * text can use it. It only reads and writes the buffers it is given: it keeps no state
+ * between calls, never prints, and releases the GIL while it works.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEAD_TOKENS 32       /* settings.HEAD_TOKENS */
+#define VECTORIZED_MAX 128   /* xxh3.VECTORIZED_MAX: longer words go to the numpy path */
+#define LANE_MAX 255         /* fingerprint._LANE_MAX: hashes a byte lane counts before it is emptied */
+#define LANE 0x0101010101010101ULL
+#define EMPTY 0xFFFF         /* sketch._EMPTY: a bin without shingles */
+
+/* xxh3's default secret (kSecret), its first 128 bytes: all that strings up to 128 bytes read. */
+static const uint8_t SECRET[128] = {
+    0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, 0xad, 0x1c,
+    0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97, 0xdb, 0x72, 0x40, 0xa4, 0xa4, 0xb7, 0xb3, 0x67, 0x1f,
+    0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, 0xd0, 0x7d, 0xcc, 0xff, 0x72, 0x21,
+    0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, 0xe0, 0x35, 0x90, 0xe6, 0x81, 0x3a, 0x26, 0x4c,
+    0x3c, 0x28, 0x52, 0xbb, 0x91, 0xc3, 0x00, 0xcb, 0x88, 0xd0, 0x65, 0x8b, 0x1b, 0x53, 0x2e, 0xa3,
+    0x71, 0x64, 0x48, 0x97, 0xa2, 0x0d, 0xf9, 0x4e, 0x38, 0x19, 0xef, 0x46, 0xa9, 0xde, 0xac, 0xd8,
+    0xa8, 0xfa, 0x76, 0x3f, 0xe3, 0x9c, 0x34, 0x3f, 0xf9, 0xdc, 0xbb, 0xc7, 0xc7, 0x0b, 0x4f, 0x1d,
+    0x8a, 0x51, 0xe0, 0x4b, 0xcd, 0xb4, 0x59, 0x31, 0xc8, 0x9f, 0x7e, 0xc9, 0xd9, 0x78, 0x73, 0x64,
+};
+
+#define PRIME64_1 0x9E3779B185EBCA87ULL
+#define PRIME64_2 0xC2B2AE3D27D4EB4FULL
+#define PRIME64_3 0x165667B19E3779F9ULL
+#define PRIME_MX1 0x165667919E3779F9ULL
+#define PRIME_MX2 0x9FB21C651E98DF25ULL
+/* sketch._MIX and sketch._FMIX: a shingle's three word hashes combined, then fmix64. */
+#define MIX0 0x9E3779B97F4A7C15ULL
+#define MIX1 0xC2B2AE3D27D4EB4FULL
+#define FMIX0 0xFF51AFD7ED558CCDULL
+#define FMIX1 0xC4CEB9FE1A85EC53ULL
+
+static inline uint64_t read64(const uint8_t *p) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    return x;
+}
+
+static inline uint64_t read32(const uint8_t *p) {
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
+}
+
+static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+static inline uint64_t mul128_fold64(uint64_t a, uint64_t b) {
+    __uint128_t product = (__uint128_t)a * b;
+    return (uint64_t)product ^ (uint64_t)(product >> 64);
+}
+
+static inline uint64_t avalanche(uint64_t h) {
+    h ^= h >> 37;
+    h *= PRIME_MX1;
+    return h ^ (h >> 32);
+}
+
+static inline uint64_t mix16(const uint8_t *p, int secret) {
+    return mul128_fold64(read64(p) ^ read64(SECRET + secret), read64(p + 8) ^ read64(SECRET + secret + 8));
+}
+
+/* xxh3-64, seed 0, of p[0:n], 1 <= n <= 128 (xxh3.py's length classes). */
+static uint64_t xxh3(const uint8_t *p, int64_t n) {
+    uint64_t length = (uint64_t)n;
+    if (n <= 3) {
+        uint64_t c1 = p[0], c2 = p[n >> 1], c3 = p[n - 1];
+        uint64_t h = ((c1 << 16) | (c2 << 24) | c3 | (length << 8)) ^ ((read32(SECRET) ^ read32(SECRET + 4)));
+        h ^= h >> 33;
+        h *= PRIME64_2;
+        h ^= h >> 29;
+        h *= PRIME64_3;
+        return h ^ (h >> 32);
+    }
+    if (n <= 8) {
+        uint64_t h = (read32(p + n - 4) + (read32(p) << 32)) ^ (read64(SECRET + 8) ^ read64(SECRET + 16));
+        h ^= rotl64(h, 49) ^ rotl64(h, 24);
+        h *= PRIME_MX2;
+        h ^= (h >> 35) + length;
+        h *= PRIME_MX2;
+        return h ^ (h >> 28);
+    }
+    if (n <= 16) {
+        uint64_t lo = read64(p) ^ (read64(SECRET + 24) ^ read64(SECRET + 32));
+        uint64_t hi = read64(p + n - 8) ^ (read64(SECRET + 40) ^ read64(SECRET + 48));
+        return avalanche(length + __builtin_bswap64(lo) + hi + mul128_fold64(lo, hi));
+    }
+    uint64_t acc = length * PRIME64_1;
+    const uint8_t *end = p + n;
+    acc += mix16(p, 0) + mix16(end - 16, 16);
+    for (int round = 1; round < 4 && n > 32 * round; round++) /* 32 more bytes a round, from both ends */
+        acc += mix16(p + 16 * round, 32 * round) + mix16(end - 16 * round - 16, 32 * round + 16);
+    return avalanche(acc);
+}
+
+/* low: raw's ASCII bytes case-folded; word_bits: bit i % 64 of word i / 64 is 1 where low[i]
+ * is a \w byte, [0-9a-z_]. Branch-free within each 64 bytes, which the compiler vectorizes. */
+static void fold(const uint8_t *raw, int64_t n, uint8_t *low, uint64_t *word_bits) {
+    for (int64_t base = 0; base < n; base += 64) {
+        int64_t stop = n - base < 64 ? n - base : 64;
+        uint8_t is_word[64] = {0};
+        for (int64_t j = 0; j < stop; j++) {
+            uint8_t c = raw[base + j];
+            c += 32 * ((uint8_t)(c - 65) < 26); /* A-Z */
+            low[base + j] = c;
+            is_word[j] = ((uint8_t)(c - 97) < 26) | ((uint8_t)(c - 48) < 10) | (c == 95);
+        }
+        uint64_t x = 0;
+        for (int j = 0; j < 8; j++) /* eight bytes of 0 or 1 times this: their bits in the top byte */
+            x |= ((read64(is_word + 8 * j) * 0x0102040810204080ULL) >> 56) << (8 * j);
+        word_bits[base >> 6] = x;
+    }
+}
+
+/* Where the words of [start, end) start and end, in order, into `edges` (a word ends where
+ * the span does if it is still open there); how many were written. One step per 64 bytes
+ * and one per edge, found as the bits where word_bits changes. */
+static int64_t word_edges(const uint64_t *word_bits, int64_t start, int64_t end, int64_t *edges) {
+    int64_t count = 0;
+    uint64_t before = 0; /* the last byte of the 64 before, as a bit */
+    for (int64_t base = start & ~(int64_t)63; base < end; base += 64) {
+        uint64_t w = word_bits[base >> 6];
+        if (base < start)
+            w &= ~((1ULL << (start - base)) - 1);
+        if (end - base < 64)
+            w &= (1ULL << (end - base)) - 1;
+        uint64_t changes = w ^ ((w << 1) | before);
+        before = w >> 63;
+        while (changes) {
+            edges[count++] = base + __builtin_ctzll(changes);
+            changes &= changes - 1;
+        }
+    }
+    if (count % 2)
+        edges[count++] = end;
+    return count;
+}
+
+/* fingerprint.occurrence_fingerprints of hashes[lo:hi] (hi > lo): bit i is 1 when more than
+ * half the hashes have it. Counted in byte lanes: (h >> j) & LANE puts bits j, j + 8, ... in
+ * the bytes of one word, emptied into `ones` every LANE_MAX hashes. */
+static uint64_t fingerprint(const uint64_t *hashes, int64_t lo, int64_t hi) {
+    int64_t ones[64] = {0};
+    for (int64_t start = lo; start < hi; start += LANE_MAX) {
+        uint64_t lanes[8] = {0};
+        int64_t stop = hi - start < LANE_MAX ? hi : start + LANE_MAX;
+        for (int64_t t = start; t < stop; t++)
+            for (int j = 0; j < 8; j++)
+                lanes[j] += (hashes[t] >> j) & LANE;
+        for (int j = 0; j < 8; j++)
+            for (int b = 0; b < 8; b++)
+                ones[8 * b + j] += (lanes[j] >> (8 * b)) & 0xFF;
+    }
+    uint64_t fp = 0;
+    for (int i = 0; i < 64; i++)
+        if (2 * ones[i] > hi - lo)
+            fp |= 1ULL << i;
+    return fp;
+}
+
+/* The one-permutation sketch of a document's word 3-shingles (a text of one or two words is
+ * one shingle, padded with 0): 2 ** log2_bins bins, each bin's least 16-bit value coded in
+ * `bits` bits by multiply-shift (0 where a bin is empty), packed into `out`. */
+static void sketch(const uint64_t *hashes, int64_t m, int log2_bins, int bits, uint16_t *minima, uint8_t *out,
+                   int64_t width) {
+    int64_t bins = (int64_t)1 << log2_bins;
+    for (int64_t i = 0; i < bins; i++)
+        minima[i] = EMPTY;
+    int64_t shingles = m > 2 ? m - 2 : (m > 0 ? 1 : 0);
+    for (int64_t s = 0; s < shingles; s++) {
+        uint64_t b = s + 1 < m ? hashes[s + 1] : 0, c = s + 2 < m ? hashes[s + 2] : 0;
+        uint64_t h = hashes[s] * MIX0 + b * MIX1 + c;
+        h ^= h >> 33;
+        h *= FMIX0;
+        h ^= h >> 33;
+        h *= FMIX1;
+        h ^= h >> 33;
+        int64_t slot = log2_bins ? (int64_t)(h >> (64 - log2_bins)) : 0;
+        uint16_t value = (uint16_t)((h >> (48 - log2_bins)) & 0xFFFF);
+        if (value > EMPTY - 1)
+            value = EMPTY - 1;
+        if (value < minima[slot])
+            minima[slot] = value;
+    }
+    int per_byte = 8 / bits, codes = (1 << bits) - 1;
+    for (int64_t w = 0; w < width; w++) {
+        unsigned packed = 0;
+        for (int j = 0; j < per_byte; j++) {
+            unsigned least = minima[per_byte * w + j];
+            packed |= ((((least & 0xFF) * codes >> 8) + 1) * (least != EMPTY)) << (bits * j);
+        }
+        out[w] = (uint8_t)packed;
+    }
+}
+
+typedef struct {
+    const uint8_t *raw;
+    int64_t n_bytes, n_docs, width;
+    const int64_t *starts, *ends;
+    int heads, log2_bins, bits;
+    uint64_t *fps, *head_fps;
+    uint8_t *found, *has_head, *sketches, *done;
+} Batch;
+
+/* The documents of a batch, without the GIL; 0, or -1 where memory ran out. */
+static int documents(const Batch *b) {
+    int64_t longest = 0;
+    for (int64_t d = 0; d < b->n_docs; d++)
+        if (b->ends[d] - b->starts[d] > longest)
+            longest = b->ends[d] - b->starts[d];
+    uint8_t *low = malloc(b->n_bytes + 1);
+    uint64_t *word_bits = malloc(sizeof(uint64_t) * ((b->n_bytes + 63) / 64 + 1));
+    int64_t *edges = malloc(sizeof(int64_t) * (longest + 2));
+    uint64_t *hashes = malloc(sizeof(uint64_t) * (longest / 2 + 1));
+    uint16_t *minima = malloc(sizeof(uint16_t) << b->log2_bins);
+    int status = -1;
+    if (!low || !word_bits || !edges || !hashes || !minima)
+        goto out;
+    fold(b->raw, b->n_bytes, low, word_bits);
+    for (int64_t d = 0; d < b->n_docs; d++) {
+        int64_t m = word_edges(word_bits, b->starts[d], b->ends[d], edges) / 2; /* words */
+        b->done[d] = 1;
+        for (int64_t w = 0; w < m; w++) {
+            int64_t p = edges[2 * w], q = edges[2 * w + 1];
+            if (q - p > VECTORIZED_MAX) {
+                b->done[d] = 0;
+                break;
+            }
+            hashes[w] = xxh3(low + p, q - p);
+        }
+        if (!b->done[d])
+            continue;
+        b->found[d] = m > 0;
+        b->has_head[d] = 0;
+        if (m > 0)
+            b->fps[d] = fingerprint(hashes, 0, m);
+        if (b->heads && m > HEAD_TOKENS) {
+            int64_t best = 0; /* the first of the smallest hashes that HEAD_TOKENS - 1 words follow */
+            for (int64_t s = 1; s < m - HEAD_TOKENS + 1; s++)
+                if (hashes[s] < hashes[best])
+                    best = s;
+            b->head_fps[d] = fingerprint(hashes, best, best + HEAD_TOKENS);
+            b->has_head[d] = 1;
+        }
+        if (b->width)
+            sketch(hashes, m, b->log2_bins, b->bits, minima, b->sketches + d * b->width, b->width);
+    }
+    status = 0;
+out:
+    free(low);
+    free(word_bits);
+    free(edges);
+    free(hashes);
+    free(minima);
+    return status;
+}
+
+static int writable_size(Py_buffer *view, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
+    if (view->len != items * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes, not %zd", name, view->len, items * itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(ascii_documents_doc,
+    "ascii_documents(raw, starts, ends, heads, log2_bins, bits, fps, found, head_fps, has_head, sketches, done)\n"
+    "\n"
+    "For each document d, raw[starts[d]:ends[d]] (ASCII bytes; int64 bounds): its fingerprint\n"
+    "(fps[d], uint64; found[d]: it has a word), with `heads` its head fingerprint (head_fps[d];\n"
+    "has_head[d]: it has more than HEAD_TOKENS words), and where `sketches` is not empty, its\n"
+    "one-permutation sketch of 2 ** log2_bins bins of `bits` bits in row d of sketches (uint8).\n"
+    "done[d] is False for a document with a word longer than 128 bytes, which the numpy path\n"
+    "hashes instead (its other outputs are not written). found, has_head, done: bool arrays.");
+
+static PyObject *ascii_documents(PyObject *self, PyObject *args) {
+    Py_buffer raw, starts, ends, fps, found, head_fps, has_head, sketches, done;
+    int heads, log2_bins, bits;
+    if (!PyArg_ParseTuple(args, "y*y*y*pii" "w*w*w*w*w*w*", &raw, &starts, &ends, &heads, &log2_bins, &bits,
+                          &fps, &found, &head_fps, &has_head, &sketches, &done))
+        return NULL;
+    Py_buffer *views[] = {&raw, &starts, &ends, &fps, &found, &head_fps, &has_head, &sketches, &done};
+    PyObject *result = NULL;
+    Py_ssize_t n = starts.len / 8;
+    Batch b = {
+        .raw = raw.buf, .n_bytes = raw.len, .n_docs = n, .starts = starts.buf, .ends = ends.buf,
+        .heads = heads, .log2_bins = log2_bins, .bits = bits, .fps = fps.buf, .head_fps = head_fps.buf,
+        .found = found.buf, .has_head = has_head.buf, .sketches = sketches.buf, .done = done.buf,
+    };
+    if (writable_size(&ends, n, 8, "ends") || writable_size(&fps, n, 8, "fps") ||
+        writable_size(&head_fps, n, 8, "head_fps") || writable_size(&found, n, 1, "found") ||
+        writable_size(&has_head, n, 1, "has_head") || writable_size(&done, n, 1, "done"))
+        goto out;
+    if (log2_bins < 0 || log2_bins > 16 || (bits != 2 && bits != 4 && bits != 8)) {
+        PyErr_SetString(PyExc_ValueError, "log2_bins: 0 to 16; bits: 2, 4 or 8");
+        goto out;
+    }
+    b.width = sketches.len ? ((Py_ssize_t)1 << log2_bins) * bits / 8 : 0;
+    if (b.width && writable_size(&sketches, n, b.width, "sketches"))
+        goto out;
+    for (Py_ssize_t d = 0; d < n; d++)
+        if (b.starts[d] < 0 || b.starts[d] > b.ends[d] || b.ends[d] > raw.len) {
+            PyErr_Format(PyExc_ValueError, "document %zd: bounds %lld to %lld outside %zd bytes", d,
+                         (long long)b.starts[d], (long long)b.ends[d], raw.len);
+            goto out;
+        }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = documents(&b);
+    Py_END_ALLOW_THREADS
+    if (status)
+        PyErr_NoMemory();
+    else
+        result = Py_NewRef(Py_None);
+out:
+    for (size_t i = 0; i < sizeof(views) / sizeof(*views); i++)
+        PyBuffer_Release(views[i]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"ascii_documents", ascii_documents, METH_VARARGS, ascii_documents_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "simdedup._textcore",
+    "The compiled core for ASCII text: see simdedup/compiled_text.py.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__textcore(void) {
+    PyObject *m = PyModule_Create(&module);
+    /* The constants it shares with the Python modules, for the tests to compare. */
+    if (m && (PyModule_AddIntConstant(m, "HEAD_TOKENS", HEAD_TOKENS) || PyModule_AddIntConstant(m, "VECTORIZED_MAX", VECTORIZED_MAX) ||
+              PyModule_AddIntConstant(m, "LANE_MAX", LANE_MAX) || PyModule_AddIntConstant(m, "EMPTY", EMPTY))) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
