@@ -31,6 +31,11 @@ from .read import AsciiLines
 from .settings import HEAD_TOKENS, Settings
 from .xxh3 import hash_spans
 
+try:
+    from .compiled_text import ascii_batch, ascii_spans
+except ImportError:  # installed where no C compiler was found (setup.py): the numpy path does all text
+    ascii_batch = ascii_spans = None  # type: ignore[assignment]
+
 #: feature -> unsigned hash with at least `bits` bits; bit i of the result feeds column i.
 HashFunc = Callable[[str], int]
 
@@ -273,12 +278,10 @@ def compiled_core(
     """What compiled_text.ascii_batch makes of the texts it can do (with `heads`, head
     fingerprints; with sketch_bins > 0, one-permutation sketches of that many bins of
     sketch_bits bits): ASCII texts on the occurrence path (_occurrence_path) without a
-    word longer than xxh3.VECTORIZED_MAX bytes; None where that is none of them. The
-    same results as the numpy path."""
-    if not _occurrence_path(settings, hashfunc):
+    word longer than xxh3.VECTORIZED_MAX bytes; None where that is none of them (and
+    where simdedup was installed without its C core). The same results as the numpy path."""
+    if ascii_batch is None or ascii_spans is None or not _occurrence_path(settings, hashfunc):
         return None
-    from .compiled_text import ascii_batch, ascii_spans
-
     if isinstance(texts, AsciiLines):  # read where they are
         ascii_rows: list[int] = list(range(len(texts)))
         fps, head_fps, sketches, done = ascii_spans(
