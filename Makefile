@@ -11,9 +11,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml setup.py simdedup/_textcore.c | $(BIN)/python
+$(STAMP): pyproject.toml setup.py simdedup/_textcore.c simdedup/_indexcore.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
-	$(BIN)/python -c 'import simdedup.compiled as c; c.warm()'  # numba's cache: no compiling mid-run
 	touch $(STAMP)
 
 # The C++ baseline for `make bench` only: it compiles from source (needs g++), and its

@@ -8,4 +8,5 @@ takes ~2.3x the time, `scan` ~1.3x (200,000 generated lines, one job).
 from setuptools import Extension, setup
 
 core = Extension("simdedup._textcore", ["simdedup/_textcore.c"], extra_compile_args=["-O3"], optional=True)
-setup(ext_modules=[core])
+loops = Extension("simdedup._indexcore", ["simdedup/_indexcore.c"], extra_compile_args=["-O3"])
+setup(ext_modules=[core, loops])

@@ -4,18 +4,12 @@ simdedup does no linear algebra, so numpy's OpenBLAS gets one thread. Its pool o
 thread per core, started when numpy loads, cost every run 0.1 s of CPU, and `--version`
 0.3 s of wall time instead of 0.2, on 2 cores. It must be set before numpy loads; a
 value already in the environment is kept.
-
-For the same reason numba is told there is no BLAS: where scipy is installed, numba's
-first compiled call imports scipy.linalg to look for one (~0.15 s of CPU in every run
-that loads the compiled loops, ~0.5 s in all). Only this process is told so, the CLI's,
-whose compiled loops use none; a program that imports simdedup as a library is not.
 """
 
 import os
 import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-sys.modules.setdefault("scipy.linalg.cython_blas", None)  # type: ignore[arg-type]
 
 try:
     from .cli import main  # noqa: E402  (after the environment is set)

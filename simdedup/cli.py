@@ -175,7 +175,7 @@ def _fewer_collections() -> None:
     """Collect cycles less often. A run makes and drops a few objects per document
     (Documents, Decisions, their ids), and almost none of them in cycles, but at
     CPython's default thresholds each 700 set off a collection, and every few hundred
-    a full one over every live object (numba's included): a 1M-document `scan -j2`
+    a full one over every live object: a 1M-document `scan -j2`
     spent 1.9 s of its main process's CPU collecting (0.3 s with these), a 300,000-
     document `scan -j1` 0.6 s (0.1 s); benchmarks/gc_time.py. Forked workers inherit it."""
     gc.set_threshold(*_GC_THRESHOLDS)

@@ -35,8 +35,8 @@ QUERY_SLICE = 4096
 #: instead of gathering them: 8 bytes more a copied row, where common words crowd.
 COPIED_BUCKET = 256
 #: Once an index of 64-bit fingerprints holds this many rows, compiled loops
-#: (compiled.py) build and search its runs, which repays numba's start-up from about here
-#: on; below, numpy does. Both give the same tables and pairs.
+#: (compiled.py) build and search its runs; below, numpy does. Both give the same tables
+#: and pairs.
 COMPILED_ROWS = 1 << 15
 #: A Layout whose tables would meet this share of the rows a query (Layout.key_share)
 #: compares every query with every row instead (Layout.brute_force). Measured in
@@ -179,7 +179,7 @@ class Layout:
     @functools.cached_property
     def first_table_rules(self) -> np.ndarray:
         """first_tables as four 64-bit masks a table (uint64, shape (tables, 4)), for
-        compiled loops that test it 64 candidates at a time (compiled._near_here):
+        compiled loops that test it 64 candidates at a time (_indexcore.c's near_here):
         table t is the first whose key two 64-bit fingerprints with XOR x agree on when
         x is zero on its key's blocks (`key`) and non-zero on each block below its last
         that is not in its key (`earlier`; `low`, `high`: their lowest and highest

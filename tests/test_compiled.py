@@ -1,9 +1,13 @@
-"""The compiled loops (compiled.py) give what the numpy paths give, and what brute force gives."""
+"""The compiled loops (compiled.py) give what the numpy paths give, and what brute force gives,
+in every kind of them that this CPU runs (_indexcore.c: AVX-512, popcnt, generic)."""
 
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
 from unittest import mock
 
 import numpy as np
@@ -12,13 +16,31 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_index import brute_pairs, clustered
 
-from simdedup import BlockIndex, Document, Settings
+from simdedup import BlockIndex, Document, Settings, _indexcore
 from simdedup import index as index_module
 from simdedup import sketch as sketch_module
 from simdedup import verify as verify_module
 from simdedup.index import Layout, _Run, near_pair_arrays
 from simdedup.sketch import SKETCH
 from simdedup.verify import VerifyingDeduplicator
+
+
+@pytest.fixture(scope="module", autouse=True, params=_indexcore.kinds())
+def loops(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs with each kind of compiled loops this CPU runs."""
+    before = _indexcore.in_use()
+    _indexcore.use(request.param)
+    yield request.param
+    _indexcore.use(before)
+
+
+def test_a_process_starts_with_the_fastest_loops_its_cpu_runs() -> None:
+    code = "from simdedup import _indexcore as c; print(c.in_use(), c.kinds()[0], c.kinds()[-1])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    fastest, first, last = done.stdout.split()
+    assert fastest == first and last == "generic"
+    with pytest.raises(ValueError, match="no loops named"):
+        _indexcore.use("quantum")
 
 
 def compiled_from_the_first_row() -> mock._patch:  # type: ignore[type-arg]

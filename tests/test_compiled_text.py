@@ -5,8 +5,6 @@ a byte."""
 from __future__ import annotations
 
 import string
-import subprocess
-import sys
 from pathlib import Path
 from unittest import mock
 
@@ -167,22 +165,6 @@ def test_other_settings_do_not_use_the_core() -> None:
         assert text_batch_fingerprints(texts, s, compiled=True) == text_batch_fingerprints(texts, s)
 
 
-@pytest.mark.parametrize("command", [True, False])
-def test_the_command_loads_the_core_without_looking_for_a_blas(command: bool) -> None:
-    # Where scipy is installed, numba's first compiled call imports scipy.linalg to look for
-    # a BLAS (~0.15 s of CPU). The command's process (simdedup.__main__) says there is none;
-    # a library user's is left alone. Fresh processes: numba is loaded once a process.
-    pytest.importorskip("scipy")
-    code = (
-        f"import sys{', simdedup.__main__' if command else ''}\n"
-        "from simdedup.compiled import warm\n"
-        "warm()\n"
-        "print('scipy.linalg' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout == f"{not command}\n"
-
-
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_scan_and_fingerprint_write_the_same_bytes_with_the_core(
     tmp_path: Path, jobs: str, monkeypatch: pytest.MonkeyPatch
@@ -251,21 +233,6 @@ def test_the_library_uses_the_core_from_its_first_document(
         monkeypatch.undo()
     assert runs[True][:2] == runs[False][:2]
     assert runs[True][2] == runs[False][2] == [1, 1]  # asked for its first five documents
-
-
-def test_the_fingerprint_command_never_loads_numba(tmp_path: Path) -> None:
-    # The C core loads with the package; numba (~0.25 s a process, before the workers fork)
-    # only with a large index's compiled loops, which `fingerprint` has none of.
-    path = tmp_path / "in.txt"
-    path.write_text("".join(f"line {i} of plain English words\n" for i in range(5000)))
-    code = (
-        "import sys, simdedup.__main__ as command\n"
-        "from click.testing import CliRunner\n"
-        f"result = CliRunner().invoke(command.main, ['fingerprint', {str(path)!r}, '-j', '2'])\n"
-        "print(result.exit_code, result.stdout.count('\\n'), 'numba' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout == "0 5000 False\n"
 
 
 def test_the_c_core_shares_the_python_modules_constants() -> None:

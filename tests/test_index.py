@@ -177,9 +177,10 @@ def test_each_set_of_agreeing_blocks_is_reported_by_the_first_table_keyed_inside
 
 @pytest.mark.parametrize("k", [0, 1, 2, 3, 4, 5, 6, 7])
 def test_the_compiled_first_table_rules_say_what_first_tables_says(k: int) -> None:
-    # compiled._near_here tests a table's rule on an XOR with masks; first_tables is
-    # the reference. Each non-agreeing block gets a single bit at its edges, or noise.
-    from simdedup.compiled import _near_here
+    # The compiled loops test a table's rule on an XOR with masks (_indexcore.c's
+    # near_here); first_tables is the reference. Each non-agreeing block gets a single
+    # bit at its edges, or noise.
+    from simdedup._indexcore import near_here as _near_here
 
     layout = Layout.for_(64, k)
     rng = random.Random(k)
@@ -192,7 +193,7 @@ def test_the_compiled_first_table_rules_say_what_first_tables_says(k: int) -> No
             agree = layout.agreeing_blocks(np.array([[x]], np.uint64), np.zeros((1, 1), np.uint64))[0]
             assert agree == mask
             for t, rule in enumerate(layout.first_table_rules):
-                assert bool(_near_here(np.uint64(x), 64, rule)) == (layout.first_tables[mask] == t), (mask, t)
+                assert _near_here(x, 64, rule) == (layout.first_tables[mask] == t), (mask, t)
 
 
 def test_a_stored_fingerprint_costs_under_64_bytes_at_distance_3() -> None:

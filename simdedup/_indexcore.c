@@ -1,0 +1,951 @@
+/* Compiled loops for the index and verification, in C: see simdedup/compiled.py, which wraps them.
+ *
+ * Each function does in one loop what index.py or sketch.py does in several numpy passes,
+ * with the same results. They read and write only the buffers they are given (C-contiguous,
+ * of the types compiled.py gives them), keep no state between calls, never print, and
+ * release the GIL while they work, taking it back only to grow an output.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The loops that compare fingerprints and sketches are built three times, and the module
+ * picks the fastest that the CPU runs when it loads (`loops`; use() picks another, for the
+ * tests): "avx512", eight candidates a step (AVX-512 with its popcount, VPOPCNTDQ);
+ * "popcnt", a candidate a step with the popcnt instruction; "generic", any CPU. Each is
+ * one body (a *_body function, always inlined) compiled for that CPU. */
+#define HOT static inline __attribute__((always_inline))
+#if defined(__x86_64__) && defined(__GNUC__)
+#define X86 1
+#include <immintrin.h>
+#define POPCNT __attribute__((target("popcnt")))
+#define WIDE __attribute__((target("avx512f,avx512vpopcntdq,popcnt")))
+#else
+#define X86 0
+#define POPCNT
+#define WIDE
+#endif
+
+HOT int64_t popcount(uint64_t x) { return __builtin_popcountll(x); }
+
+/* ---------------------------------------------------------------- outputs that grow */
+
+/* Three int64 columns in bytearrays, for compiled.py to view with numpy; grown, GIL taken
+ * back for it, when full. */
+typedef struct {
+    PyObject *col[3];
+    int64_t *at[3];
+    Py_ssize_t n, cap;
+    PyThreadState *released; /* the thread state while the GIL is released, else NULL */
+} Triples;
+
+static int triples_new(Triples *t, Py_ssize_t cap) {
+    memset(t, 0, sizeof(*t));
+    t->cap = cap < 64 ? 64 : cap;
+    for (int c = 0; c < 3; c++) {
+        t->col[c] = PyByteArray_FromStringAndSize(NULL, t->cap * 8);
+        if (!t->col[c])
+            return -1;
+        t->at[c] = (int64_t *)PyByteArray_AS_STRING(t->col[c]);
+    }
+    return 0;
+}
+
+static void triples_drop(Triples *t) {
+    for (int c = 0; c < 3; c++)
+        Py_CLEAR(t->col[c]);
+}
+
+static void release(Triples *t) { t->released = PyEval_SaveThread(); }
+
+static void take_back(Triples *t) {
+    PyEval_RestoreThread(t->released);
+    t->released = NULL;
+}
+
+static int triples_grow(Triples *t) {
+    int status = 0;
+    take_back(t);
+    for (int c = 0; c < 3 && !status; c++) {
+        if (PyByteArray_Resize(t->col[c], 2 * t->cap * 8) < 0)
+            status = -1;
+        else
+            t->at[c] = (int64_t *)PyByteArray_AS_STRING(t->col[c]);
+    }
+    release(t);
+    if (!status)
+        t->cap *= 2;
+    return status;
+}
+
+static inline int append(Triples *t, int64_t a, int64_t b, int64_t c) {
+    if (t->n == t->cap && triples_grow(t))
+        return -1;
+    t->at[0][t->n] = a;
+    t->at[1][t->n] = b;
+    t->at[2][t->n] = c;
+    t->n++;
+    return 0;
+}
+
+/* The three columns cut to their length, as a tuple; NULL with an exception (the GIL held). */
+static PyObject *triples_done(Triples *t, int status) {
+    PyObject *out = NULL;
+    if (!status && !PyErr_Occurred()) {
+        int ok = 1;
+        for (int c = 0; c < 3; c++)
+            ok = ok && PyByteArray_Resize(t->col[c], t->n * 8) == 0;
+        if (ok)
+            out = PyTuple_Pack(3, t->col[0], t->col[1], t->col[2]);
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    triples_drop(t);
+    return out;
+}
+
+typedef struct Search Search;
+typedef struct Similarity Similarity;
+
+/* The loops of one kind of CPU (see HOT above). */
+typedef struct {
+    const char *name;
+    int (*search)(const Search *, Triples *);
+    int (*bucket_pairs)(const uint32_t *, const uint32_t *, Py_ssize_t, int64_t, const uint64_t *, int64_t,
+                        const uint64_t *, Triples *);
+    int (*every_pair)(const uint64_t *, Py_ssize_t, const uint64_t *, Py_ssize_t, int64_t, int, Triples *);
+    int (*similarities)(const Similarity *);
+} Loops;
+
+static const Loops *loops;
+
+/* ---------------------------------------------------------------- buffers given */
+
+typedef struct {
+    Py_buffer view[24];
+    int n;
+} Views;
+
+static void views_release(Views *v) {
+    for (int i = 0; i < v->n; i++)
+        PyBuffer_Release(&v->view[i]);
+    v->n = 0;
+}
+
+/* A buffer's memory, with at least `items` items of `size` bytes; NULL with ValueError. */
+static void *buffer_of(Views *v, PyObject *obj, Py_ssize_t items, Py_ssize_t size, int writable, const char *name) {
+    Py_buffer *view = &v->view[v->n];
+    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) | PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    v->n++;
+    if (view->len < items * size) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes, not %zd or more", name, view->len, items * size);
+        return NULL;
+    }
+    return view->buf;
+}
+
+static Py_ssize_t items_of(Views *v, PyObject *obj, Py_ssize_t size) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    Py_ssize_t n = view.len / size;
+    PyBuffer_Release(&view);
+    (void)v;
+    return n;
+}
+
+/* ---------------------------------------------------------------- keys and tables */
+
+/* index.Layout.key_hash of one 64-bit fingerprint: its key blocks mixed. */
+static inline uint64_t key_hash(uint64_t x, const uint64_t *starts, const uint64_t *masks, Py_ssize_t blocks,
+                                const uint64_t *mix) {
+    uint64_t h = ((x >> starts[0]) & masks[0]) * mix[0];
+    for (Py_ssize_t b = 1; b < blocks; b++) {
+        h ^= h >> 29;
+        h = (h ^ ((x >> starts[b]) & masks[b])) * mix[1];
+    }
+    h ^= h >> 32;
+    return h * mix[2];
+}
+
+static PyObject *key_hashes(PyObject *self, PyObject *args) {
+    PyObject *w, *s, *m, *x, *o;
+    int p; /* < 0: the hashes themselves (uint64), else their top p bits as buckets (int64) */
+    if (!PyArg_ParseTuple(args, "OOOOiO", &w, &s, &m, &x, &p, &o))
+        return NULL;
+    Views v = {.n = 0};
+    Py_ssize_t n = items_of(&v, w, 8), blocks = items_of(&v, s, 8);
+    const uint64_t *words = buffer_of(&v, w, n, 8, 0, "words");
+    const uint64_t *starts = words ? buffer_of(&v, s, blocks, 8, 0, "starts") : NULL;
+    const uint64_t *masks = starts ? buffer_of(&v, m, blocks, 8, 0, "masks") : NULL;
+    const uint64_t *mix = masks ? buffer_of(&v, x, 3, 8, 0, "mix") : NULL;
+    uint64_t *out = mix ? buffer_of(&v, o, n, 8, 1, "out") : NULL;
+    if (!out || blocks < 1 || p > 64) {
+        if (out)
+            PyErr_SetString(PyExc_ValueError, "a key of one block or more, p <= 64");
+        views_release(&v);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t h = key_hash(words[i], starts, masks, blocks, mix);
+        out[i] = p < 0 ? h : p == 0 ? 0 : h >> (64 - p);
+    }
+    Py_END_ALLOW_THREADS
+    views_release(&v);
+    Py_RETURN_NONE;
+}
+
+static PyObject *build_table(PyObject *self, PyObject *args) {
+    PyObject *b, *o, *f;
+    if (!PyArg_ParseTuple(args, "OOO", &b, &o, &f))
+        return NULL;
+    Views v = {.n = 0};
+    Py_ssize_t n = items_of(&v, b, 8), nb = items_of(&v, f, 4) - 1;
+    const int64_t *buckets = buffer_of(&v, b, n, 8, 0, "buckets");
+    uint32_t *order = buckets ? buffer_of(&v, o, n, 4, 1, "order") : NULL;
+    uint32_t *offsets = order ? buffer_of(&v, f, nb + 1, 4, 1, "offsets") : NULL;
+    int64_t *fill = offsets ? malloc(sizeof(int64_t) * (nb + 1)) : NULL;
+    if (!fill) {
+        if (offsets)
+            PyErr_NoMemory();
+        views_release(&v);
+        return NULL;
+    }
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (buckets[i] < 0 || buckets[i] >= nb) {
+            bad = 1;
+            break;
+        }
+        offsets[buckets[i] + 1]++;
+    }
+    if (!bad) {
+        for (Py_ssize_t c = 0; c < nb; c++)
+            offsets[c + 1] += offsets[c];
+        for (Py_ssize_t c = 0; c <= nb; c++)
+            fill[c] = offsets[c];
+        for (Py_ssize_t i = 0; i < n; i++)
+            order[fill[buckets[i]]++] = (uint32_t)i;
+    }
+    Py_END_ALLOW_THREADS
+    free(fill);
+    views_release(&v);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "a bucket outside the offsets");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------- comparisons */
+
+/* Whether two fingerprints whose XOR is x are within k and a table whose rule
+ * (index.Layout.first_table_rules) is `rule` is the first keyed on blocks they agree on: x
+ * is zero on the table's key, and on none of the blocks of `earlier`. For those, y is x with
+ * every other bit set, and (y - low) & ~y & high, the classic test for a zero byte made for
+ * these blocks, is non-zero exactly when one is zero. */
+HOT uint64_t near_here(uint64_t x, int64_t k, const uint64_t *rule) {
+    uint64_t y = x | ~rule[1];
+    return (popcount(x) <= k) & ((x & rule[0]) == 0) & (((y - rule[2]) & ~y & rule[3]) == 0);
+}
+
+/* Bit e set where words[e] ^ value passes near_here, for e < 64. */
+HOT uint64_t hits64(const uint64_t *words, uint64_t value, int64_t k, const uint64_t *rule) {
+    uint64_t hits = 0;
+    for (int e = 0; e < 64; e++)
+        hits |= near_here(words[e] ^ value, k, rule) << e;
+    return hits;
+}
+
+#if X86
+/* hits64, eight candidates a step in AVX-512. */
+WIDE static inline uint64_t hits64_wide(const uint64_t *words, uint64_t value, int64_t k, const uint64_t *rule) {
+    __m512i v = _mm512_set1_epi64((long long)value), most = _mm512_set1_epi64(k);
+    __m512i key = _mm512_set1_epi64((long long)rule[0]), others = _mm512_set1_epi64((long long)~rule[1]);
+    __m512i low = _mm512_set1_epi64((long long)rule[2]), high = _mm512_set1_epi64((long long)rule[3]);
+    uint64_t hits = 0;
+    for (int e = 0; e < 64; e += 8) {
+        __m512i x = _mm512_xor_si512(_mm512_loadu_si512((const void *)(words + e)), v);
+        __mmask8 m = _mm512_cmple_epi64_mask(_mm512_popcnt_epi64(x), most);
+        m &= _mm512_testn_epi64_mask(x, key);
+        __m512i y = _mm512_or_si512(x, others);
+        m &= _mm512_testn_epi64_mask(_mm512_andnot_si512(y, _mm512_sub_epi64(y, low)), high);
+        hits |= (uint64_t)m << e;
+    }
+    return hits;
+}
+#endif
+
+/* The places j of words[:n] within k of value (and first in this table, by `rule`), in
+ * order, written to at[:count] (at holds n or more); returns count. 64 places at a time: a
+ * mask of their hits, then one write a hit. */
+HOT Py_ssize_t within(const uint64_t *words, uint64_t value, Py_ssize_t n, int64_t k, int64_t *at,
+                      const uint64_t *rule, int wide) {
+    Py_ssize_t found = 0, j = 0;
+    for (; j + 64 <= n; j += 64) {
+#if X86
+        uint64_t hits = wide ? hits64_wide(words + j, value, k, rule) : hits64(words + j, value, k, rule);
+#else
+        uint64_t hits = hits64(words + j, value, k, rule);
+#endif
+        while (hits) {
+            at[found++] = j + __builtin_ctzll(hits);
+            hits &= hits - 1;
+        }
+    }
+    for (; j < n; j++) /* the last places (all of a small bucket's), most of them far */
+        if (near_here(words[j] ^ value, k, rule))
+            at[found++] = j;
+    return found;
+}
+
+static PyObject *near_here_of(PyObject *self, PyObject *args) {
+    unsigned long long x;
+    long long k;
+    PyObject *r;
+    if (!PyArg_ParseTuple(args, "KLO", &x, &k, &r))
+        return NULL;
+    Views v = {.n = 0};
+    const uint64_t *rule = buffer_of(&v, r, 4, 8, 0, "rule");
+    PyObject *out = rule ? PyBool_FromLong((long)near_here(x, k, rule)) : NULL;
+    views_release(&v);
+    return out;
+}
+
+static int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t size) {
+    if (need <= *cap)
+        return 0;
+    void *bigger = realloc(*p, (size_t)(2 * need) * size);
+    if (!bigger)
+        return -1;
+    *p = bigger;
+    *cap = 2 * need;
+    return 0;
+}
+
+/* The search of one run: see compiled.search_run. */
+struct Search {
+    const uint32_t *order, *offsets;
+    int64_t start, least;
+    int p;
+    const uint64_t *hashes, *words, *queries, *rules, *hot_words;
+    const int64_t *by_hash, *hot_ids, *hot_tables, *hot_at;
+    Py_ssize_t tables, m, size, row; /* row: an offsets row's length */
+    int64_t k;
+    Py_ssize_t t_lo, t_hi;
+};
+
+HOT int search_body(const Search *s, Triples *out, int wide) {
+    Py_ssize_t m = s->m, rows_cap = 8 * m + 64, near_cap = 64;
+    int64_t *buckets = calloc(m + 1, 8), *ends = malloc(8 * (m + 1)), *los = malloc(8 * (m + 1));
+    int64_t *his = malloc(8 * (m + 1)), *at = malloc(8 * (m + 1));
+    char *copied = malloc(m + 1);
+    int64_t *rows = malloc(8 * rows_cap), *near = malloc(8 * near_cap);
+    uint64_t *gathered = malloc(8 * rows_cap);
+    int status = -1;
+    if (!buckets || !ends || !los || !his || !at || !copied || !rows || !near || !gathered)
+        goto done;
+    for (Py_ssize_t t = s->t_lo; t < s->t_hi; t++) {
+        const int64_t *by_bucket = s->by_hash + t * m;
+        const uint32_t *offsets = s->offsets + t * s->row, *order = s->order + t * s->size;
+        if (s->p > 0)
+            for (Py_ssize_t i = 0; i < m; i++)
+                buckets[i] = (int64_t)(s->hashes[t * m + by_bucket[i]] >> (64 - s->p));
+        for (Py_ssize_t i = 0, j; i < m; i = j) { /* the groups of queries in one bucket */
+            for (j = i + 1; j < m && buckets[j] == buckets[i]; j++)
+                ;
+            ends[i] = j;
+            los[i] = offsets[buckets[i]];
+            his[i] = offsets[buckets[i] + 1];
+        }
+        Py_ssize_t total = 0;
+        for (Py_ssize_t i = 0; i < m; i = ends[i]) {
+            copied[i] = his[i] - los[i] >= s->least;
+            if (copied[i]) { /* its place among the table's copied buckets (ascending ids) */
+                const int64_t *ids = s->hot_ids + s->hot_tables[t];
+                Py_ssize_t lo = 0, hi = s->hot_tables[t + 1] - s->hot_tables[t];
+                while (lo < hi) {
+                    Py_ssize_t mid = (lo + hi) / 2;
+                    if (ids[mid] < buckets[i])
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                at[i] = s->hot_at[s->hot_tables[t] + lo];
+            } else {
+                at[i] = total;
+                total += his[i] - los[i];
+            }
+        }
+        if (total > rows_cap) {
+            Py_ssize_t cap = rows_cap;
+            if (grow((void **)&rows, &rows_cap, total, 8) || grow((void **)&gathered, &cap, total, 8))
+                goto done;
+        }
+        for (Py_ssize_t i = 0; i < m; i = ends[i])
+            if (!copied[i])
+                for (int64_t r = 0; r < his[i] - los[i]; r++)
+                    rows[at[i] + r] = (int64_t)order[los[i] + r] + s->start;
+        for (Py_ssize_t c = 0; c < total; c++)
+            gathered[c] = s->words[rows[c]];
+        for (Py_ssize_t i = 0; i < m; i = ends[i]) {
+            int64_t width = his[i] - los[i];
+            if (grow((void **)&near, &near_cap, width, 8))
+                goto done;
+            const uint64_t *bucket = (copied[i] ? s->hot_words : gathered) + at[i];
+            for (Py_ssize_t qi = i; qi < ends[i]; qi++) {
+                int64_t q = by_bucket[qi];
+                uint64_t value = s->queries[q];
+                Py_ssize_t hits = within(bucket, value, width, s->k, near, s->rules + 4 * t, wide);
+                for (Py_ssize_t h = 0; h < hits; h++) {
+                    int64_t r = near[h];
+                    if (append(out, q, (int64_t)order[los[i] + r] + s->start, popcount(bucket[r] ^ value)))
+                        goto done;
+                }
+            }
+        }
+    }
+    status = 0;
+done:
+    free(buckets), free(ends), free(los), free(his), free(at), free(copied), free(rows), free(near), free(gathered);
+    return status;
+}
+
+static PyObject *search_run(PyObject *self, PyObject *args) {
+    PyObject *order, *offsets, *hashes, *by_hash, *words, *queries, *rules, *hot_ids, *hot_tables, *hot_at,
+        *hot_words;
+    Search s;
+    if (!PyArg_ParseTuple(args, "OOLiOOOOLOnnOOOOLnn", &order, &offsets, &s.start, &s.p, &hashes, &by_hash, &words,
+                          &queries, &s.k, &rules, &s.t_lo, &s.t_hi, &hot_ids, &hot_tables, &hot_at, &hot_words,
+                          &s.least, &s.tables, &s.m))
+        return NULL;
+    Views v = {.n = 0};
+    Py_ssize_t n_order = items_of(&v, order, 4), n_offsets = items_of(&v, offsets, 4);
+    Py_ssize_t n_words = items_of(&v, words, 8), n_hot = items_of(&v, hot_ids, 8);
+    if (s.tables < 1 || s.t_lo < 0 || s.t_hi > s.tables || s.p < 0 || s.p > 63) {
+        PyErr_SetString(PyExc_ValueError, "tables out of range");
+        return NULL;
+    }
+    s.size = n_order / s.tables;
+    s.row = n_offsets / s.tables;
+    s.order = buffer_of(&v, order, s.size * s.tables, 4, 0, "order");
+    s.offsets = s.order ? buffer_of(&v, offsets, s.row * s.tables, 4, 0, "offsets") : NULL;
+    s.hashes = s.offsets ? buffer_of(&v, hashes, s.tables * s.m, 8, 0, "hashes") : NULL;
+    s.by_hash = s.hashes ? buffer_of(&v, by_hash, s.tables * s.m, 8, 0, "by_hash") : NULL;
+    s.words = s.by_hash ? buffer_of(&v, words, n_words, 8, 0, "words") : NULL;
+    s.queries = s.words ? buffer_of(&v, queries, s.m, 8, 0, "queries") : NULL;
+    s.rules = s.queries ? buffer_of(&v, rules, 4 * s.tables, 8, 0, "rules") : NULL;
+    s.hot_ids = s.rules ? buffer_of(&v, hot_ids, n_hot, 8, 0, "hot ids") : NULL;
+    s.hot_tables = s.hot_ids ? buffer_of(&v, hot_tables, 0, 8, 0, "hot tables") : NULL;
+    s.hot_at = s.hot_tables ? buffer_of(&v, hot_at, n_hot, 8, 0, "hot at") : NULL;
+    s.hot_words = s.hot_at ? buffer_of(&v, hot_words, 0, 8, 0, "hot words") : NULL;
+    Triples out;
+    if (!s.hot_words || triples_new(&out, 4 * s.m + 64)) {
+        views_release(&v);
+        return NULL;
+    }
+    release(&out);
+    int status = loops->search(&s, &out);
+    take_back(&out);
+    views_release(&v);
+    return triples_done(&out, status);
+}
+
+static PyObject *hot_copies(PyObject *self, PyObject *args) {
+    PyObject *order, *offsets, *words;
+    int64_t start, least;
+    Py_ssize_t tables;
+    if (!PyArg_ParseTuple(args, "OOLOLn", &order, &offsets, &start, &words, &least, &tables))
+        return NULL;
+    Views v = {.n = 0};
+    Py_ssize_t n_order = items_of(&v, order, 4), n_offsets = items_of(&v, offsets, 4);
+    Py_ssize_t n_words = items_of(&v, words, 8);
+    Py_ssize_t size = tables ? n_order / tables : 0, row = tables ? n_offsets / tables : 0;
+    const uint32_t *ord = buffer_of(&v, order, size * tables, 4, 0, "order");
+    const uint32_t *off = ord ? buffer_of(&v, offsets, row * tables, 4, 0, "offsets") : NULL;
+    const uint64_t *w = off ? buffer_of(&v, words, n_words, 8, 0, "words") : NULL;
+    if (!w) {
+        views_release(&v);
+        return NULL;
+    }
+    Py_ssize_t copied = 0, total = 0;
+    for (Py_ssize_t t = 0; t < tables; t++)
+        for (Py_ssize_t b = 0; b + 1 < row; b++)
+            if ((int64_t)off[t * row + b + 1] - (int64_t)off[t * row + b] >= least) {
+                copied++;
+                total += off[t * row + b + 1] - off[t * row + b];
+            }
+    PyObject *ids = PyByteArray_FromStringAndSize(NULL, copied * 8);
+    PyObject *firsts = PyByteArray_FromStringAndSize(NULL, (tables + 1) * 8);
+    PyObject *at = PyByteArray_FromStringAndSize(NULL, copied * 8);
+    PyObject *copy = PyByteArray_FromStringAndSize(NULL, total * 8);
+    PyObject *result = NULL;
+    if (ids && firsts && at && copy) {
+        int64_t *i_ = (int64_t *)PyByteArray_AS_STRING(ids), *t_ = (int64_t *)PyByteArray_AS_STRING(firsts);
+        int64_t *a_ = (int64_t *)PyByteArray_AS_STRING(at);
+        uint64_t *c_ = (uint64_t *)PyByteArray_AS_STRING(copy);
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t i = 0, n = 0;
+        t_[0] = 0;
+        for (Py_ssize_t t = 0; t < tables; t++) {
+            for (Py_ssize_t b = 0; b + 1 < row; b++) {
+                int64_t lo = off[t * row + b], hi = off[t * row + b + 1];
+                if (hi - lo < least)
+                    continue;
+                i_[i] = b;
+                a_[i] = n;
+                for (int64_t p = lo; p < hi; p++)
+                    c_[n++] = w[(int64_t)ord[t * size + p] + start];
+                i++;
+            }
+            t_[t + 1] = i;
+        }
+        Py_END_ALLOW_THREADS
+        result = PyTuple_Pack(4, ids, firsts, at, copy);
+    }
+    Py_XDECREF(ids), Py_XDECREF(firsts), Py_XDECREF(at), Py_XDECREF(copy);
+    views_release(&v);
+    return result;
+}
+
+HOT int bucket_pairs_body(const uint32_t *order, const uint32_t *offsets, Py_ssize_t buckets, int64_t start,
+                          const uint64_t *words, int64_t k, const uint64_t *rule, Triples *out, int wide) {
+    Py_ssize_t cap = 64;
+    uint64_t *gathered = malloc(8 * cap);
+    int64_t *near = malloc(8 * cap);
+    int status = -1;
+    if (!gathered || !near)
+        goto done;
+    for (Py_ssize_t b = 0; b < buckets; b++) {
+        int64_t lo = offsets[b], size = (int64_t)offsets[b + 1] - lo;
+        if (size < 2)
+            continue;
+        if (size > cap) {
+            Py_ssize_t c2 = cap;
+            if (grow((void **)&gathered, &cap, size, 8) || grow((void **)&near, &c2, size, 8))
+                goto done;
+        }
+        for (int64_t p = 0; p < size; p++)
+            gathered[p] = words[(int64_t)order[lo + p] + start];
+        for (int64_t a = 0; a + 1 < size; a++) {
+            uint64_t value = gathered[a];
+            Py_ssize_t hits = within(gathered + a + 1, value, size - a - 1, k, near, rule, wide);
+            for (Py_ssize_t h = 0; h < hits; h++) {
+                int64_t c = a + 1 + near[h];
+                if (append(out, (int64_t)order[lo + a] + start, (int64_t)order[lo + c] + start,
+                           popcount(gathered[c] ^ value)))
+                    goto done;
+            }
+        }
+    }
+    status = 0;
+done:
+    free(gathered), free(near);
+    return status;
+}
+
+static PyObject *table_pairs(PyObject *self, PyObject *args) {
+    PyObject *order, *offsets, *words, *rule;
+    int64_t start, k;
+    if (!PyArg_ParseTuple(args, "OOLOLO", &order, &offsets, &start, &words, &k, &rule))
+        return NULL;
+    Views v = {.n = 0};
+    Py_ssize_t n_order = items_of(&v, order, 4), n_offsets = items_of(&v, offsets, 4);
+    Py_ssize_t n_words = items_of(&v, words, 8);
+    const uint32_t *ord = buffer_of(&v, order, n_order, 4, 0, "order");
+    const uint32_t *off = ord ? buffer_of(&v, offsets, n_offsets, 4, 0, "offsets") : NULL;
+    const uint64_t *w = off ? buffer_of(&v, words, n_words, 8, 0, "words") : NULL;
+    const uint64_t *r = w ? buffer_of(&v, rule, 4, 8, 0, "rule") : NULL;
+    Triples out;
+    if (!r || triples_new(&out, 64)) {
+        views_release(&v);
+        return NULL;
+    }
+    release(&out);
+    int status = loops->bucket_pairs(ord, off, n_offsets - 1, start, w, k, r, &out);
+    take_back(&out);
+    views_release(&v);
+    return triples_done(&out, status);
+}
+
+static const uint64_t EVERY_PAIR[4] = {0, 0, 0, 0}; /* a rule every pair within k meets */
+
+HOT int every_pair_body(const uint64_t *queries, Py_ssize_t m, const uint64_t *words, Py_ssize_t n, int64_t k,
+                        int after, Triples *out, int wide) {
+    int64_t *near = malloc(8 * (n + 1));
+    if (!near)
+        return -1;
+    for (Py_ssize_t q = 0; q < m; q++) {
+        uint64_t value = queries[q];
+        Py_ssize_t lo = after ? q + 1 : 0;
+        if (lo > n)
+            break;
+        Py_ssize_t hits = within(words + lo, value, n - lo, k, near, EVERY_PAIR, wide);
+        for (Py_ssize_t h = 0; h < hits; h++) {
+            Py_ssize_t j = lo + near[h];
+            if (append(out, q, j, popcount(words[j] ^ value))) {
+                free(near);
+                return -1;
+            }
+        }
+    }
+    free(near);
+    return 0;
+}
+
+static PyObject *pairs(PyObject *self, PyObject *args) {
+    PyObject *queries, *words;
+    int64_t k;
+    int after;
+    if (!PyArg_ParseTuple(args, "OOLp", &queries, &words, &k, &after))
+        return NULL;
+    Views v = {.n = 0};
+    Py_ssize_t m = items_of(&v, queries, 8), n = items_of(&v, words, 8);
+    const uint64_t *q = buffer_of(&v, queries, m, 8, 0, "queries");
+    const uint64_t *w = q ? buffer_of(&v, words, n, 8, 0, "words") : NULL;
+    Triples out;
+    if (!w || triples_new(&out, 4 * m + 64)) {
+        views_release(&v);
+        return NULL;
+    }
+    release(&out);
+    int status = loops->every_pair(q, m, w, n, k, after, &out);
+    take_back(&out);
+    views_release(&v);
+    return triples_done(&out, status);
+}
+
+/* ---------------------------------------------------------------- sketches */
+
+#define CHUNK 8 /* pair_similarity's unit of work and of early rejection: 8 words, one cache line */
+
+struct Similarity {
+    const uint64_t *a, *b;
+    const int64_t *a_rows, *b_rows, *visit;
+    Py_ssize_t a_count, b_count, words, pairs;
+    int bits;
+    uint64_t lanes;
+    double at_least;
+    double *out;
+};
+
+HOT int similarities_body(const Similarity *s, int wide) {
+    (void)wide; /* the same loop: its popcounts are what the CPU's kind changes */
+    int64_t codes = ((int64_t)1 << s->bits) - 1;
+    Py_ssize_t words = s->words, chunks = (words + CHUNK - 1) / CHUNK;
+    /* left[r * (chunks + 1) + c]: a's row r's non-empty bins in chunks c.. */
+    int64_t *left = calloc((size_t)(s->a_count * (chunks + 1) + 1), 8);
+    if (!left)
+        return -1;
+    if (s->at_least > 0)
+        for (Py_ssize_t r = 0; r < s->a_count; r++) {
+            int64_t *row = left + r * (chunks + 1);
+            for (Py_ssize_t w = words - 1; w >= 0; w--) {
+                uint64_t x = s->a[r * words + w], nonzero = x;
+                for (int i = 1; i < s->bits; i++)
+                    nonzero |= x >> i;
+                row[w / CHUNK] += popcount(nonzero & s->lanes);
+            }
+            for (Py_ssize_t c = chunks - 1; c >= 0; c--)
+                row[c] += row[c + 1];
+        }
+    for (Py_ssize_t v = 0; v < s->pairs; v++) {
+        int64_t t = s->visit[v], ra = s->a_rows[t], rb = s->b_rows[t];
+        const uint64_t *x_row = s->a + ra * words, *y_row = s->b + rb * words;
+        int64_t agree = 0, both = 0, either = 0;
+        int rejected = 0;
+        for (Py_ssize_t w = 0; w < words; w++) {
+            uint64_t x = x_row[w], y = y_row[w], nonzero_x = x, nonzero_y = y, equal = ~(x ^ y);
+            for (int i = 1; i < s->bits; i++) {
+                nonzero_x |= x >> i;
+                nonzero_y |= y >> i;
+                equal &= ~(x ^ y) >> i;
+            }
+            nonzero_x &= s->lanes;
+            nonzero_y &= s->lanes;
+            agree += popcount(equal & nonzero_x);
+            both += popcount(nonzero_x & nonzero_y);
+            either += popcount(nonzero_x | nonzero_y);
+            if (s->at_least > 0 && (w + 1) % CHUNK == 0 && w + 1 < words) {
+                int64_t r = left[ra * (chunks + 1) + (w + 1) / CHUNK];
+                int64_t bound_den = (codes - 1) * (either + r);
+                if (bound_den > 0 &&
+                    (double)(codes * agree - both + (codes - 1) * r) / (double)bound_den < s->at_least) {
+                    rejected = 1;
+                    break;
+                }
+            }
+        }
+        if (rejected) {
+            s->out[t] = -1.0;
+        } else if (either == 0) {
+            s->out[t] = 1.0;
+        } else {
+            int64_t den = either * (codes - 1);
+            double estimate = (double)(codes * agree - both) / (double)(den > 1 ? den : 1);
+            s->out[t] = estimate < 0.0 ? 0.0 : estimate > 1.0 ? 1.0 : estimate;
+        }
+    }
+    free(left);
+    return 0;
+}
+
+static PyObject *pair_similarity(PyObject *self, PyObject *args) {
+    PyObject *a, *a_rows, *b, *b_rows, *visit, *out;
+    Similarity s;
+    unsigned long long lanes;
+    if (!PyArg_ParseTuple(args, "OOOOiKdOnO", &a, &a_rows, &b, &b_rows, &s.bits, &lanes, &s.at_least, &visit,
+                          &s.words, &out))
+        return NULL;
+    s.lanes = lanes;
+    Views v = {.n = 0};
+    if (s.words < 1 || s.bits < 1 || s.bits > 8) {
+        PyErr_SetString(PyExc_ValueError, "sketches of one word or more, codes of 1 to 8 bits");
+        return NULL;
+    }
+    s.a_count = items_of(&v, a, 8 * s.words);
+    s.b_count = items_of(&v, b, 8 * s.words);
+    s.pairs = items_of(&v, visit, 8);
+    s.a = buffer_of(&v, a, s.a_count * s.words, 8, 0, "a");
+    s.b = s.a ? buffer_of(&v, b, s.b_count * s.words, 8, 0, "b") : NULL;
+    s.a_rows = s.b ? buffer_of(&v, a_rows, s.pairs, 8, 0, "a_rows") : NULL;
+    s.b_rows = s.a_rows ? buffer_of(&v, b_rows, s.pairs, 8, 0, "b_rows") : NULL;
+    s.visit = s.b_rows ? buffer_of(&v, visit, s.pairs, 8, 0, "visit") : NULL;
+    s.out = s.visit ? buffer_of(&v, out, s.pairs, 8, 1, "out") : NULL;
+    if (!s.out) {
+        views_release(&v);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < s.pairs; i++) {
+        int64_t t = s.visit[i];
+        if (t < 0 || t >= s.pairs || s.a_rows[t] < 0 || s.a_rows[t] >= s.a_count || s.b_rows[t] < 0 ||
+            s.b_rows[t] >= s.b_count) {
+            views_release(&v);
+            PyErr_Format(PyExc_IndexError, "pair %zd: a row outside the sketches", i);
+            return NULL;
+        }
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = loops->similarities(&s);
+    Py_END_ALLOW_THREADS
+    views_release(&v);
+    if (status)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------- the loops of each kind of CPU */
+
+#define SEARCH_ARGS (const Search *s, Triples *out)
+#define BUCKET_ARGS                                                                                             \
+    (const uint32_t *order, const uint32_t *offsets, Py_ssize_t buckets, int64_t start, const uint64_t *words, \
+     int64_t k, const uint64_t *rule, Triples *out)
+#define EVERY_ARGS                                                                                              \
+    (const uint64_t *queries, Py_ssize_t m, const uint64_t *words, Py_ssize_t n, int64_t k, int after, Triples *out)
+#define SIMILAR_ARGS (const Similarity *s)
+#define KIND(kind, attribute, wide)                                                                             \
+    attribute static int search_##kind SEARCH_ARGS { return search_body(s, out, wide); }                       \
+    attribute static int bucket_pairs_##kind BUCKET_ARGS {                                                      \
+        return bucket_pairs_body(order, offsets, buckets, start, words, k, rule, out, wide);                    \
+    }                                                                                                           \
+    attribute static int every_pair_##kind EVERY_ARGS {                                                         \
+        return every_pair_body(queries, m, words, n, k, after, out, wide);                                      \
+    }                                                                                                           \
+    attribute static int similarities_##kind SIMILAR_ARGS { return similarities_body(s, wide); }
+
+KIND(generic, , 0)
+#if X86
+KIND(popcnt, POPCNT, 0)
+KIND(avx512, WIDE, 1)
+#endif
+
+static const Loops KINDS[] = {
+#if X86
+    {"avx512", search_avx512, bucket_pairs_avx512, every_pair_avx512, similarities_avx512},
+    {"popcnt", search_popcnt, bucket_pairs_popcnt, every_pair_popcnt, similarities_popcnt},
+#endif
+    {"generic", search_generic, bucket_pairs_generic, every_pair_generic, similarities_generic},
+};
+#define KINDS_N ((int)(sizeof(KINDS) / sizeof(*KINDS)))
+
+/* Whether this CPU runs the loops of KINDS[i]. */
+static int runs(int i) {
+#if X86
+    __builtin_cpu_init();
+    if (!strcmp(KINDS[i].name, "avx512"))
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq") &&
+               __builtin_cpu_supports("popcnt");
+    if (!strcmp(KINDS[i].name, "popcnt"))
+        return __builtin_cpu_supports("popcnt");
+#endif
+    return 1;
+}
+
+static PyObject *use(PyObject *self, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    for (int i = 0; i < KINDS_N; i++)
+        if (!strcmp(KINDS[i].name, name)) {
+            if (!runs(i))
+                return PyErr_Format(PyExc_ValueError, "this CPU does not run the %s loops", name);
+            loops = &KINDS[i];
+            Py_RETURN_NONE;
+        }
+    return PyErr_Format(PyExc_ValueError, "no loops named %s", name);
+}
+
+static PyObject *kinds(PyObject *self, PyObject *args) {
+    PyObject *out = PyList_New(0);
+    for (int i = 0; out && i < KINDS_N; i++) {
+        PyObject *name = runs(i) ? PyUnicode_FromString(KINDS[i].name) : NULL;
+        if (runs(i) && (!name || PyList_Append(out, name) < 0)) {
+            Py_XDECREF(name);
+            Py_CLEAR(out);
+        }
+        Py_XDECREF(name);
+    }
+    return out;
+}
+
+static PyObject *in_use(PyObject *self, PyObject *args) { return PyUnicode_FromString(loops->name); }
+
+/* ---------------------------------------------------------------- pairs in order */
+
+static int by_value(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* count(keys, bounds): bounds[x + 1] += how many keys are x. place(i, j, d, at, packed):
+ * each (j << 8 | d) at its i's next place. sorted_runs(packed, bounds, i, d): each run
+ * sorted, then (i, j, d) written out, packed becoming j in place. */
+static PyObject *count(PyObject *self, PyObject *args) {
+    PyObject *k, *b;
+    if (!PyArg_ParseTuple(args, "OO", &k, &b))
+        return NULL;
+    Views v = {.n = 0};
+    Py_ssize_t n = items_of(&v, k, 8), nb = items_of(&v, b, 8);
+    const int64_t *keys = buffer_of(&v, k, n, 8, 0, "keys");
+    int64_t *bounds = keys ? buffer_of(&v, b, nb, 8, 1, "bounds") : NULL;
+    int bad = 0;
+    if (bounds) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t t = 0; t < n && !bad; t++)
+            if (keys[t] < 0 || keys[t] + 1 >= nb)
+                bad = 1;
+            else
+                bounds[keys[t] + 1]++;
+        Py_END_ALLOW_THREADS
+    }
+    views_release(&v);
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "a key outside the bounds");
+    if (!bounds || bad)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *place(PyObject *self, PyObject *args) {
+    PyObject *i_, *j_, *d_, *a_, *p_;
+    if (!PyArg_ParseTuple(args, "OOOOO", &i_, &j_, &d_, &a_, &p_))
+        return NULL;
+    Views v = {.n = 0};
+    Py_ssize_t n = items_of(&v, i_, 8), nat = items_of(&v, a_, 8), np_ = items_of(&v, p_, 8);
+    const int64_t *i = buffer_of(&v, i_, n, 8, 0, "i");
+    const int64_t *j = i ? buffer_of(&v, j_, n, 8, 0, "j") : NULL;
+    const int64_t *d = j ? buffer_of(&v, d_, n, 8, 0, "d") : NULL;
+    int64_t *at = d ? buffer_of(&v, a_, nat, 8, 1, "at") : NULL;
+    int64_t *packed = at ? buffer_of(&v, p_, np_, 8, 1, "packed") : NULL;
+    int bad = 0;
+    if (packed) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t t = 0; t < n && !bad; t++) {
+            if (i[t] < 0 || i[t] >= nat || at[i[t]] < 0 || at[i[t]] >= np_)
+                bad = 1;
+            else
+                packed[at[i[t]]++] = (j[t] << 8) | d[t];
+        }
+        Py_END_ALLOW_THREADS
+    }
+    views_release(&v);
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "a pair outside its run");
+    if (!packed || bad)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *sorted_runs(PyObject *self, PyObject *args) {
+    PyObject *p_, *b_, *i_, *d_;
+    if (!PyArg_ParseTuple(args, "OOOO", &p_, &b_, &i_, &d_))
+        return NULL;
+    Views v = {.n = 0};
+    Py_ssize_t n = items_of(&v, p_, 8), nb = items_of(&v, b_, 8);
+    int64_t *packed = buffer_of(&v, p_, n, 8, 1, "packed");
+    const int64_t *bounds = packed ? buffer_of(&v, b_, nb, 8, 0, "bounds") : NULL;
+    int64_t *i = bounds ? buffer_of(&v, i_, n, 8, 1, "i") : NULL;
+    int64_t *d = i ? buffer_of(&v, d_, n, 8, 1, "d") : NULL;
+    int bad = 0;
+    if (d) {
+        for (Py_ssize_t x = 0; x + 1 < nb; x++)
+            if (bounds[x] < 0 || bounds[x] > bounds[x + 1] || bounds[x + 1] > n)
+                bad = 1;
+        if (!bad) {
+            Py_BEGIN_ALLOW_THREADS
+            for (Py_ssize_t x = 0; x + 1 < nb; x++) {
+                int64_t lo = bounds[x], hi = bounds[x + 1];
+                if (hi - lo > 1)
+                    qsort(packed + lo, (size_t)(hi - lo), 8, by_value);
+                for (int64_t t = lo; t < hi; t++) {
+                    i[t] = x;
+                    d[t] = packed[t] & 255;
+                    packed[t] >>= 8;
+                }
+            }
+            Py_END_ALLOW_THREADS
+        }
+    }
+    views_release(&v);
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "bounds that are not runs of the pairs");
+    if (!d || bad)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"near_here", near_here_of, METH_VARARGS, "near_here(x, k, rule): the test search_run makes of a candidate whose XOR is x"},
+    {"use", use, METH_VARARGS, "use(name): the loops of that kind of CPU from now on (one of kinds())"},
+    {"kinds", kinds, METH_NOARGS, "kinds(): the kinds of loops this CPU runs, fastest first"},
+    {"in_use", in_use, METH_NOARGS, "in_use(): the kind of loops in use"},
+    {"key_hashes", key_hashes, METH_VARARGS, "key_hashes(words, starts, masks, mix, p, out)"},
+    {"build_table", build_table, METH_VARARGS, "build_table(buckets, order, offsets)"},
+    {"search_run", search_run, METH_VARARGS, "search_run(order, offsets, start, p, hashes, by_hash, words, queries, k, rules, t_lo, t_hi, hot_ids, hot_tables, hot_at, hot_words, least, tables, m)"},
+    {"hot_copies", hot_copies, METH_VARARGS, "hot_copies(order, offsets, start, words, least, tables)"},
+    {"table_pairs", table_pairs, METH_VARARGS, "table_pairs(order, offsets, start, words, k, rule)"},
+    {"pairs", pairs, METH_VARARGS, "pairs(queries, words, k, after)"},
+    {"pair_similarity", pair_similarity, METH_VARARGS, "pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least, visit, words, out)"},
+    {"count", count, METH_VARARGS, "count(keys, bounds)"},
+    {"place", place, METH_VARARGS, "place(i, j, d, at, packed)"},
+    {"sorted_runs", sorted_runs, METH_VARARGS, "sorted_runs(packed, bounds, i, d)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "simdedup._indexcore",
+    "Compiled loops for the index and verification: see simdedup/compiled.py.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__indexcore(void) {
+    for (int i = KINDS_N - 1; i >= 0; i--) /* the fastest this CPU runs */
+        if (runs(i))
+            loops = &KINDS[i];
+    return PyModule_Create(&module);
+}
