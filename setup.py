@@ -1,12 +1,17 @@
-"""The compiled core for ASCII text (simdedup/_textcore.c); everything else is in pyproject.toml.
+"""simdedup's compiled loops, two C extensions; everything else is in pyproject.toml.
 
-Optional: where no C compiler is found, pip installs simdedup without it (with a warning)
-and the numpy path fingerprints all text, with the same results: English `fingerprint` then
-takes ~2.3x the time, `scan` ~1.3x (200,000 generated lines, one job).
+_textcore.c fingerprints and sketches ASCII text (compiled_text.py); _indexcore.c builds and
+searches large indexes and compares sketches (compiled.py). Both are optional: where no C
+compiler is found, pip installs simdedup without them (with a warning) and numpy does all
+of it, with the same results, slower: 200,000 generated English lines, one job, took
+`fingerprint` 1.7-1.9 s against 0.7-0.8 s, `scan` 9.8-9.9 s against 2.9-3.1 s.
 """
 
 from setuptools import Extension, setup
 
-core = Extension("simdedup._textcore", ["simdedup/_textcore.c"], extra_compile_args=["-O3"], optional=True)
-loops = Extension("simdedup._indexcore", ["simdedup/_indexcore.c"], extra_compile_args=["-O3"])
-setup(ext_modules=[core, loops])
+setup(
+    ext_modules=[
+        Extension(name, [f"simdedup/{name.split('.')[1]}.c"], extra_compile_args=["-O3"], optional=True)
+        for name in ("simdedup._textcore", "simdedup._indexcore")
+    ]
+)

@@ -19,6 +19,13 @@ import numpy as np
 
 from .settings import DEFAULT_DISTANCE, index_layout
 
+try:
+    from . import _indexcore  # noqa: F401  (compiled.py's loops)
+
+    LOOPS_BUILT = True
+except ImportError:  # installed where no C compiler was found (setup.py): numpy does all of it
+    LOOPS_BUILT = False
+
 #: Rows added since the last run was built are searched by brute force; at this many
 #: they become a run of their own.
 BUFFER_ROWS = 1024
@@ -602,9 +609,9 @@ class BlockIndex:
     @property
     def compiled(self) -> bool:
         """Whether compiled loops (compiled.py) serve this index: 64-bit fingerprints, at
-        least COMPILED_ROWS of them. Callers with work of their own on its candidates
-        (verification) use them too from then on."""
-        return self.bits == 64 and self._n >= COMPILED_ROWS
+        least COMPILED_ROWS of them, and the loops built (LOOPS_BUILT). Callers with work
+        of their own on its candidates (verification) use them too from then on."""
+        return LOOPS_BUILT and self.bits == 64 and self._n >= COMPILED_ROWS
 
     @property
     def _buffer_start(self) -> int:

@@ -43,6 +43,18 @@ def test_a_process_starts_with_the_fastest_loops_its_cpu_runs() -> None:
         _indexcore.use("quantum")
 
 
+def test_an_index_installed_without_its_loops_searches_by_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    fps = [int(x) for x in np.random.default_rng(3).integers(0, 2**64, 1000, dtype=np.uint64)]
+    fps += [fp ^ 1 << (i % 64) for i, fp in enumerate(fps[:300])]
+    monkeypatch.setattr(index_module, "COMPILED_ROWS", 0)
+    monkeypatch.setattr(index_module, "LOOPS_BUILT", False)  # as where pip found no C compiler
+    index = BlockIndex(64, 3, buffer_rows=256)
+    index.add_many(np.array(fps, np.uint64))
+    assert not index.compiled
+    q, rows, _ = index.search(np.array(fps, np.uint64))
+    assert {(int(a), int(b)) for a, b in zip(q, rows) if a > b} == {(j, i) for i, j, _ in brute_pairs(fps, 3)}
+
+
 def compiled_from_the_first_row() -> mock._patch:  # type: ignore[type-arg]
     return mock.patch.object(index_module, "COMPILED_ROWS", 0)
 
