@@ -3,8 +3,8 @@
 Each function here does in one compiled loop (the C extension _indexcore.c) what index.py
 or sketch.py does in several numpy passes, and gives the same result, bit for bit
 (tests/test_compiled.py). They are pure functions of arrays; none keeps state between
-calls or prints. They serve an index once it holds index.COMPILED_ROWS fingerprints
-(BlockIndex.compiled), and verification of its candidates from then on.
+calls or prints. They serve every index of 64-bit fingerprints (BlockIndex.compiled,
+index.COMPILED_ROWS), and the verification of its candidates.
 """
 
 from __future__ import annotations

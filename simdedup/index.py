@@ -43,8 +43,11 @@ QUERY_SLICE = 4096
 COPIED_BUCKET = 256
 #: Once an index of 64-bit fingerprints holds this many rows, compiled loops
 #: (compiled.py) build and search its runs; below, numpy does. Both give the same tables
-#: and pairs.
-COMPILED_ROWS = 1 << 15
+#: and pairs. From the first row: the C loops cost nothing to load (numba's cost ~0.3 s,
+#: which 32,768 rows repaid), and `scan -j1` of 20,000 English lines took 0.49-0.57 s
+#: with them against 0.65-0.77 s with numpy's below 32,768 rows (60,000: 1.06-1.10 s
+#: against 1.46-1.56 s). The tests set it high to compare the two.
+COMPILED_ROWS = 0
 #: A Layout whose tables would meet this share of the rows a query (Layout.key_share)
 #: compares every query with every row instead (Layout.brute_force). Measured in
 #: benchmarks/README.md, "Wide distances".
@@ -520,9 +523,9 @@ class BlockIndex:
     are O(log n) runs and each row is re-sorted O(log n) times in all.
 
     Cost: a query looks at ~4-8 rows per table and run on random fingerprints, plus the
-    buffer; `search` does it for a whole batch of queries in numpy, and in compiled loops
-    once the index holds COMPILED_ROWS fingerprints (the same pairs, several times
-    faster where common words make buckets hot). Memory per row:
+    buffer; `search` does it for a whole batch of queries in compiled loops (64-bit
+    fingerprints, the loops built), or in numpy (the same pairs, several times slower
+    where common words make buckets hot). Memory per row:
     8 bytes (64-bit) plus ~4.5 bytes per table (~53 bytes at distance 3), and in
     compiled runs 8 bytes per table for each row in a bucket of COPIED_BUCKET rows or
     more (none on random fingerprints; about half the rows of 8M crowded English ones).

@@ -441,7 +441,7 @@ class VerifyingDeduplicator(Deduplicator):
         both = np.flatnonzero(a_has[a_rows] & b_has[b_rows])
         if not len(both):
             return out
-        if self.index.compiled:  # a large index: compiled loops are loaded and pay
+        if self.index.compiled:  # the compiled loops built, 64-bit fingerprints
             out[both] = self.sketcher.pair_similarity(a, a_rows[both], b, b_rows[both], self.min_jaccard)
         else:  # sketches gathered a slice of pairs at a time, to bound their memory
             for lo in range(0, len(both), PAIR_SLICE):

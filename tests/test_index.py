@@ -1,8 +1,10 @@
-"""The block index finds exactly what brute force finds, for many k, widths and shapes of data."""
+"""The block index finds exactly what brute force finds, for many k, widths and shapes of data,
+built and searched by its compiled loops and by numpy."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from unittest import mock
 
 import numpy as np
@@ -13,6 +15,14 @@ from hypothesis import strategies as st
 from simdedup import BlockIndex, block_layout, near_pairs
 from simdedup import index as index_module
 from simdedup.index import Layout, fingerprint_array, fingerprint_ints, near_pair_arrays
+
+
+@pytest.fixture(scope="module", autouse=True, params=["compiled", "numpy"])
+def loops(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs with the compiled loops (every index of 64-bit fingerprints has
+    them) and with numpy's, which an index gets where simdedup was built without them."""
+    with mock.patch.object(index_module, "COMPILED_ROWS", 0 if request.param == "compiled" else 1 << 62):
+        yield request.param
 
 
 def brute_pairs(fps: list[int], k: int) -> list[tuple[int, int, int]]:
