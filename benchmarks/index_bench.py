@@ -13,7 +13,7 @@ the random baseline of the same run:
 Correctness: every all-pairs result equals a brute-force numpy all-pairs on a prefix.
 
     .venv/bin/python benchmarks/index_bench.py            # 300k fingerprints, ~2 min
-    .venv/bin/python benchmarks/index_bench.py --docs 1000000
+    .venv/bin/python benchmarks/index_bench.py --docs 1000000 -k 3
 
 Corpus fingerprints are cached in benchmarks/.data (the corpus takes longest to make).
 """
@@ -92,8 +92,9 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=300_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check-docs", type=int, default=20_000)
+    parser.add_argument("-k", type=int, default=Settings().distance, help="distance (default: the default)")
     args = parser.parse_args()
-    settings = Settings()
+    settings = Settings(distance=args.k)
     k = settings.distance
     real = corpus_fingerprints(args.docs, args.seed, settings)
     rand = np.random.default_rng(args.seed + 1).integers(0, 2**64, size=args.docs, dtype=np.uint64)

@@ -4,8 +4,8 @@ Issue 5 asks `--jobs 2` for 1.8x one job's throughput on 2 cores. This runs
 `simdedup fingerprint -j1` and `-j2` on the same file, alternating, and prints for each
 run its wall time, the main process's CPU (user + system) and its workers' (the children
 it waited for), then the ratio of each round's walls. What bounds the ratio: the main
-process's serial start (Python, then numba loaded before the workers fork, so that they
-inherit it), its reading of the input (since stop 31 only to count a plain file's
+process's serial start (Python; before stop 32 also numba, loaded before the workers
+fork, so that they inherit it), its reading of the input (since stop 31 only to count a plain file's
 lines: the workers read their chunks' bytes themselves), and two workers each running
 slower beside each other than one alone (their CPU summed against `-j1`'s).
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling import write_english_file  # noqa: E402
 
 #: Runs the CLI, as the `simdedup` command does (simdedup/__main__.py: one OpenBLAS
-#: thread, numba told there is no BLAS), in a process that, at its exit, prints its own
+#: thread), in a process that, at its exit, prints its own
 #: CPU and its children's. Before stop 31 it called cli.main, without that setup: the
 #: main process's CPU read ~0.3 s high.
 MEASURED = """

@@ -7,7 +7,7 @@ verification asks. The two alternate, --rounds times; the medians and their rati
 printed, and both must find the same pairs (counted).
 
     git worktree add /tmp/before c89ce06
-    (cd /tmp/before && /work/main/.venv/bin/python -c 'import simdedup.compiled as c; c.warm()')
+    (cd /tmp/before && /work/main/.venv/bin/python setup.py build_ext --inplace)  # its C loops
     .venv/bin/python benchmarks/search_versus.py /tmp/before --rows 1000000 fps.hex
     .venv/bin/python benchmarks/search_versus.py /tmp/before --rows 1000000   # random ones
 
@@ -50,7 +50,7 @@ def child(checkout: str, path: str | None, rows: int, batches: int, repeat: int)
     for lo in range(0, rows, BATCH):
         index.add_many(fps[lo : min(lo + BATCH, rows)])
     queries = fps[rows:]
-    index.search(queries[:BATCH], ordered=False)  # numba's code loaded
+    index.search(queries[:BATCH], ordered=False)  # the compiled loops loaded
     times, pairs = [], 0
     for _ in range(repeat):
         pairs = 0
@@ -66,7 +66,7 @@ def child(checkout: str, path: str | None, rows: int, batches: int, repeat: int)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("before", help="the other checkout (its numba cache warmed)")
+    parser.add_argument("before", help="the other checkout (its C loops built, or numba's cache warmed)")
     parser.add_argument("fingerprints", nargs="?", help="hex, one a line, or a .npy (default: random)")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--batches", type=int, default=8)

@@ -328,8 +328,92 @@ out:
     return result;
 }
 
+/* A line's decimal number, written at `out`; its length. */
+static Py_ssize_t decimal(uint64_t n, char *out) {
+    char digits[20];
+    Py_ssize_t len = 0;
+    do {
+        digits[len++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    for (Py_ssize_t i = 0; i < len; i++)
+        out[i] = digits[len - 1 - i];
+    return len;
+}
+
+/* A 64-bit fingerprint as 16 lowercase hex digits at `out`. */
+static void hex16(uint64_t fp, char *out) {
+    static const char HEX[] = "0123456789abcdef";
+    for (int i = 15; i >= 0; i--, fp >>= 4)
+        out[i] = HEX[fp & 15];
+}
+
+PyDoc_STRVAR(numbered_lines_doc,
+    "numbered_lines(prefix, first, fps, found, jsonl) -> bytes\n"
+    "\n"
+    "`fingerprint`'s output lines for the ids prefix + str(first + i) (prefix: UTF-8 bytes,\n"
+    "escaped for the format already): FINGERPRINT<TAB>ID, or with `jsonl` the record\n"
+    "{\"id\": \"ID\", \"fingerprint\": \"FINGERPRINT\"}; \"-\" and null where found[i] is False.\n"
+    "fps: uint64, found: bool, one each a line.");
+
+static PyObject *numbered_lines(PyObject *self, PyObject *args) {
+    Py_buffer prefix, fps_view, found_view;
+    unsigned long long first;
+    int jsonl;
+    if (!PyArg_ParseTuple(args, "y*Ky*y*p", &prefix, &first, &fps_view, &found_view, &jsonl))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = fps_view.len / 8;
+    if (found_view.len != n) {
+        PyErr_SetString(PyExc_ValueError, "found: one a fingerprint");
+        goto out;
+    }
+    static const char ID[] = "{\"id\": \"", FP[] = "\", \"fingerprint\": ", END[] = "}\n";
+    Py_ssize_t longest = prefix.len + 20 + (jsonl ? sizeof(ID) + sizeof(FP) + sizeof(END) + 18 : 19);
+    result = PyBytes_FromStringAndSize(NULL, n * longest);
+    if (!result)
+        goto out;
+    char *at = PyBytes_AS_STRING(result);
+    const uint64_t *fps = fps_view.buf;
+    const uint8_t *found = found_view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (jsonl) {
+            memcpy(at, ID, sizeof(ID) - 1), at += sizeof(ID) - 1;
+            memcpy(at, prefix.buf, prefix.len), at += prefix.len;
+            at += decimal(first + i, at);
+            memcpy(at, FP, sizeof(FP) - 1), at += sizeof(FP) - 1;
+            if (found[i]) {
+                *at++ = '"';
+                hex16(fps[i], at), at += 16;
+                *at++ = '"';
+            } else {
+                memcpy(at, "null", 4), at += 4;
+            }
+            memcpy(at, END, sizeof(END) - 1), at += sizeof(END) - 1;
+        } else {
+            if (found[i])
+                hex16(fps[i], at), at += 16;
+            else
+                *at++ = '-';
+            *at++ = '\t';
+            memcpy(at, prefix.buf, prefix.len), at += prefix.len;
+            at += decimal(first + i, at);
+            *at++ = '\n';
+        }
+    }
+    Py_END_ALLOW_THREADS
+    _PyBytes_Resize(&result, at - PyBytes_AS_STRING(result));
+out:
+    PyBuffer_Release(&prefix);
+    PyBuffer_Release(&fps_view);
+    PyBuffer_Release(&found_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"ascii_documents", ascii_documents, METH_VARARGS, ascii_documents_doc},
+    {"numbered_lines", numbered_lines, METH_VARARGS, numbered_lines_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -41,6 +41,29 @@ def ascii_spans(
 ) -> tuple[list[int | None], list[int | None], np.ndarray, np.ndarray]:
     """ascii_batch of the texts data[starts[i]:ends[i]] (ASCII bytes, int64 bounds),
     read where they are: the lines of a chunk of a file (read.AsciiLines)."""
+    fps, found, head_fps, has_head, sketches, done = _made(
+        data, starts, ends, heads, sketch_bins, sketch_bits
+    )
+    return (
+        [fp if ok else None for fp, ok in zip(fps.tolist(), found.tolist())],
+        [fp if ok else None for fp, ok in zip(head_fps.tolist(), has_head.tolist())],
+        sketches,
+        done,
+    )
+
+
+def span_fingerprints(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(fps, found, done) of the texts data[starts[i]:ends[i]] as arrays: uint64
+    fingerprints, found[i] False for a text without a word (its fp meaningless), done[i]
+    False for one the numpy path must do instead (ascii_batch). For `fingerprint`'s
+    output of a chunk's lines, which needs no Python object a line."""
+    fps, found, _, _, _, done = _made(data, starts, ends, False, 0, 2)
+    return fps, found, done
+
+
+def _made(
+    data: bytes, starts: np.ndarray, ends: np.ndarray, heads: bool, sketch_bins: int, sketch_bits: int
+) -> tuple[np.ndarray, ...]:
     n = len(starts)
     fps, head_fps = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
     found, has_head, done = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
@@ -61,9 +84,4 @@ def ascii_spans(
         sketches,
         done,
     )
-    return (
-        [fp if ok else None for fp, ok in zip(fps.tolist(), found.tolist())],
-        [fp if ok else None for fp, ok in zip(head_fps.tolist(), has_head.tolist())],
-        sketches,
-        done,
-    )
+    return fps, found, head_fps, has_head, sketches, done

@@ -32,9 +32,9 @@ from .settings import HEAD_TOKENS, Settings
 from .xxh3 import hash_spans
 
 try:
-    from .compiled_text import ascii_batch, ascii_spans
+    from .compiled_text import ascii_batch, ascii_spans, span_fingerprints
 except ImportError:  # installed where no C compiler was found (setup.py): the numpy path does all text
-    ascii_batch = ascii_spans = None  # type: ignore[assignment]
+    ascii_batch = ascii_spans = span_fingerprints = None  # type: ignore[assignment]
 
 #: feature -> unsigned hash with at least `bits` bits; bit i of the result feeds column i.
 HashFunc = Callable[[str], int]
@@ -415,6 +415,13 @@ def occurrence_head_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list
     for i, fp in zip(np.flatnonzero(long).tolist(), found):
         out[i] = fp
     return out
+
+
+def compiled_serves(settings: Settings) -> bool:
+    """Whether the compiled core (compiled_core) does ASCII text under these settings
+    with the default feature hash: it was built, and other tokens, weights, shingles or
+    bits take the numpy path."""
+    return ascii_batch is not None and _occurrence_path(settings, FeatureHasher(settings.bits, settings.seed))
 
 
 def _occurrence_path(settings: Settings, hashfunc: HashFunc) -> bool:

@@ -878,10 +878,25 @@ class AsciiLines(Sequence[str]):
 
 def ascii_lines(chunk: Chunk, options: ReadOptions, raw: bool) -> tuple[list[Document], AsciiLines] | None:
     """read_chunk's Documents of a Chunk without their texts (and with raw=False without
-    their input form), and the texts as AsciiLines, where its lines are plain: ASCII,
-    not JSONL, no CR, none over max_doc_size, and not a file's first lines (the first
-    is checked for other formats and a byte-order mark), so that reading them has
-    nothing to report. None for any other Chunk, which read_chunk reads."""
+    their input form), and the texts as AsciiLines, where its lines are plain
+    (plain_lines). None for any other Chunk, which read_chunk reads."""
+    lines = plain_lines(chunk, options)
+    if lines is None:
+        return None
+    shown, first = printable(chunk.name), chunk.first
+    numbers = range(first, first + len(lines))
+    if raw:
+        docs = [Document(f"{shown}:{n}", "", line) for n, line in zip(numbers, chunk.data.split(b"\n"))]
+    else:
+        docs = [Document(f"{shown}:{n}", "", b"") for n in numbers]
+    return docs, lines
+
+
+def plain_lines(chunk: Chunk, options: ReadOptions) -> AsciiLines | None:
+    """A Chunk's lines as AsciiLines where they are plain: ASCII, not JSONL, no CR, none
+    over max_doc_size, and not a file's first lines (the first is checked for other
+    formats and a byte-order mark), so that reading them has nothing to report; their
+    ids are the file's printable name and their line numbers (ascii_lines). Else None."""
     data = chunk.data
     if chunk.first == 1 or not data or not data.isascii() or b"\r" in data or options.is_jsonl(chunk.name):
         return None
@@ -892,13 +907,7 @@ def ascii_lines(chunk: Chunk, options: ReadOptions, raw: bool) -> tuple[list[Doc
     starts[1:] = ends[:-1] + 1
     if int((ends - starts).max()) > options.max_doc_size:
         return None
-    shown, first = printable(chunk.name), chunk.first
-    numbers = range(first, first + len(ends))
-    if raw:
-        docs = [Document(f"{shown}:{n}", "", line) for n, line in zip(numbers, data.split(b"\n"))]
-    else:
-        docs = [Document(f"{shown}:{n}", "", b"") for n in numbers]
-    return docs, AsciiLines(data, starts, ends)
+    return AsciiLines(data, starts, ends)
 
 
 def _replaced(

@@ -20,13 +20,16 @@ import time
 from pathlib import Path
 from typing import IO
 
+import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simdedup import cli as cli_module
+from simdedup import read as read_module
 from simdedup.cli import PIPELINE_BATCH, main
-from simdedup.report import RecordWriter, fingerprint_lines, tsv_field
+from simdedup.report import RecordWriter, fingerprint_lines, numbered_fingerprint_lines, tsv_field
 
 EN = (
     "The harbour was quiet that morning, with fishing boats tied up along the stone wall and "
@@ -454,6 +457,47 @@ def test_fingerprint_lines_are_what_the_record_writer_writes(
         else:
             expected.write(f"{'-' if fp is None else f'{fp:016x}'}\t{tsv_field(i)}\n".encode())
     assert fingerprint_lines(ids, fps, 64, fmt) == expected.getvalue()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=st.text(max_size=12),
+    first=st.integers(1, 2**63),
+    fps=st.lists(st.none() | st.integers(0, 2**64 - 1), max_size=8),
+    fmt=st.sampled_from(["tsv", "jsonl"]),
+)
+def test_numbered_fingerprint_lines_are_fingerprint_lines_of_their_ids(
+    name: str, first: int, fps: list[int | None], fmt: str
+) -> None:
+    # A plain chunk's lines go from the core's arrays to bytes in one compiled call.
+    name = name.encode("utf-8", "surrogatepass").decode("utf-8", "replace")  # printable() names
+    ids = [f"{name}:{first + i}" for i in range(len(fps))]
+    found = np.array([fp is not None for fp in fps], bool)
+    array = np.array([fp or 0 for fp in fps], np.uint64)
+    assert numbered_fingerprint_lines(name, first, array, found, fmt) == fingerprint_lines(ids, fps, 64, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
+def test_fingerprint_of_plain_lines_writes_what_documents_would(
+    tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Plain ASCII chunks after a file's first are printed without a Document a line; a
+    # file name that TSV and JSON escape, a line without a word, one with a word longer
+    # than the core hashes, chunks of 200 bytes, one job and two.
+    path = tmp_path / 'a\tb "c" \u4e2d.txt'
+    lines = [f"line {i} with words: the cat sat on the mat {i % 9}" for i in range(300)]
+    lines[40], lines[77] = "   ...   ", "a " + "x" * 200 + " b"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 100)
+    monkeypatch.setattr(read_module, "CHUNK_BYTES", 200)
+    outputs = []
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(cli_module, "compiled_serves", lambda settings: False)
+        for jobs in ("1", "2"):
+            outputs.append(run("fingerprint", str(path), "--format", fmt, "-j", jobs).stdout_bytes)
+    assert outputs[0] == outputs[1] == outputs[2] == outputs[3]
+    assert outputs[0].count(b"\n") == 300 and b"41" in outputs[0]
 
 
 def test_fingerprint_writes_awkward_ids_as_records_do(tmp_path: Path) -> None:
