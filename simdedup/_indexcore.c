@@ -147,13 +147,13 @@ static void *buffer_of(Views *v, PyObject *obj, Py_ssize_t items, Py_ssize_t siz
     return view->buf;
 }
 
-static Py_ssize_t items_of(Views *v, PyObject *obj, Py_ssize_t size) {
+/* How many items of `size` bytes a buffer holds (-1 with an exception where it is none). */
+static Py_ssize_t items_of(PyObject *obj, Py_ssize_t size) {
     Py_buffer view;
     if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0)
         return -1;
     Py_ssize_t n = view.len / size;
     PyBuffer_Release(&view);
-    (void)v;
     return n;
 }
 
@@ -177,7 +177,7 @@ static PyObject *key_hashes(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOiO", &w, &s, &m, &x, &p, &o))
         return NULL;
     Views v = {.n = 0};
-    Py_ssize_t n = items_of(&v, w, 8), blocks = items_of(&v, s, 8);
+    Py_ssize_t n = items_of(w, 8), blocks = items_of(s, 8);
     const uint64_t *words = buffer_of(&v, w, n, 8, 0, "words");
     const uint64_t *starts = words ? buffer_of(&v, s, blocks, 8, 0, "starts") : NULL;
     const uint64_t *masks = starts ? buffer_of(&v, m, blocks, 8, 0, "masks") : NULL;
@@ -204,7 +204,7 @@ static PyObject *build_table(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOO", &b, &o, &f))
         return NULL;
     Views v = {.n = 0};
-    Py_ssize_t n = items_of(&v, b, 8), nb = items_of(&v, f, 4) - 1;
+    Py_ssize_t n = items_of(b, 8), nb = items_of(f, 4) - 1;
     const int64_t *buckets = buffer_of(&v, b, n, 8, 0, "buckets");
     uint32_t *order = buckets ? buffer_of(&v, o, n, 4, 1, "order") : NULL;
     uint32_t *offsets = order ? buffer_of(&v, f, nb + 1, 4, 1, "offsets") : NULL;
@@ -425,8 +425,8 @@ static PyObject *search_run(PyObject *self, PyObject *args) {
                           &s.least, &s.tables, &s.m))
         return NULL;
     Views v = {.n = 0};
-    Py_ssize_t n_order = items_of(&v, order, 4), n_offsets = items_of(&v, offsets, 4);
-    Py_ssize_t n_words = items_of(&v, words, 8), n_hot = items_of(&v, hot_ids, 8);
+    Py_ssize_t n_order = items_of(order, 4), n_offsets = items_of(offsets, 4);
+    Py_ssize_t n_words = items_of(words, 8), n_hot = items_of(hot_ids, 8);
     if (s.tables < 1 || s.t_lo < 0 || s.t_hi > s.tables || s.p < 0 || s.p > 63) {
         PyErr_SetString(PyExc_ValueError, "tables out of range");
         return NULL;
@@ -463,8 +463,8 @@ static PyObject *hot_copies(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOLOLn", &order, &offsets, &start, &words, &least, &tables))
         return NULL;
     Views v = {.n = 0};
-    Py_ssize_t n_order = items_of(&v, order, 4), n_offsets = items_of(&v, offsets, 4);
-    Py_ssize_t n_words = items_of(&v, words, 8);
+    Py_ssize_t n_order = items_of(order, 4), n_offsets = items_of(offsets, 4);
+    Py_ssize_t n_words = items_of(words, 8);
     Py_ssize_t size = tables ? n_order / tables : 0, row = tables ? n_offsets / tables : 0;
     const uint32_t *ord = buffer_of(&v, order, size * tables, 4, 0, "order");
     const uint32_t *off = ord ? buffer_of(&v, offsets, row * tables, 4, 0, "offsets") : NULL;
@@ -555,8 +555,8 @@ static PyObject *table_pairs(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOLOLO", &order, &offsets, &start, &words, &k, &rule))
         return NULL;
     Views v = {.n = 0};
-    Py_ssize_t n_order = items_of(&v, order, 4), n_offsets = items_of(&v, offsets, 4);
-    Py_ssize_t n_words = items_of(&v, words, 8);
+    Py_ssize_t n_order = items_of(order, 4), n_offsets = items_of(offsets, 4);
+    Py_ssize_t n_words = items_of(words, 8);
     const uint32_t *ord = buffer_of(&v, order, n_order, 4, 0, "order");
     const uint32_t *off = ord ? buffer_of(&v, offsets, n_offsets, 4, 0, "offsets") : NULL;
     const uint64_t *w = off ? buffer_of(&v, words, n_words, 8, 0, "words") : NULL;
@@ -605,7 +605,7 @@ static PyObject *pairs(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOLp", &queries, &words, &k, &after))
         return NULL;
     Views v = {.n = 0};
-    Py_ssize_t m = items_of(&v, queries, 8), n = items_of(&v, words, 8);
+    Py_ssize_t m = items_of(queries, 8), n = items_of(words, 8);
     const uint64_t *q = buffer_of(&v, queries, m, 8, 0, "queries");
     const uint64_t *w = q ? buffer_of(&v, words, n, 8, 0, "words") : NULL;
     Triples out;
@@ -747,9 +747,9 @@ static PyObject *pair_similarity(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "sketches of one word or more, codes of 1 to 8 bits");
         return NULL;
     }
-    s.a_count = items_of(&v, a, 8 * s.words);
-    s.b_count = items_of(&v, b, 8 * s.words);
-    s.pairs = items_of(&v, visit, 8);
+    s.a_count = items_of(a, 8 * s.words);
+    s.b_count = items_of(b, 8 * s.words);
+    s.pairs = items_of(visit, 8);
     s.a = buffer_of(&v, a, s.a_count * s.words, 8, 0, "a");
     s.b = s.a ? buffer_of(&v, b, s.b_count * s.words, 8, 0, "b") : NULL;
     s.a_rows = s.b ? buffer_of(&v, a_rows, s.pairs, 8, 0, "a_rows") : NULL;
@@ -870,7 +870,7 @@ static PyObject *count(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO", &k, &b))
         return NULL;
     Views v = {.n = 0};
-    Py_ssize_t n = items_of(&v, k, 8), nb = items_of(&v, b, 8);
+    Py_ssize_t n = items_of(k, 8), nb = items_of(b, 8);
     const int64_t *keys = buffer_of(&v, k, n, 8, 0, "keys");
     int64_t *bounds = keys ? buffer_of(&v, b, nb, 8, 1, "bounds") : NULL;
     int bad = 0;
@@ -896,7 +896,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOO", &i_, &j_, &d_, &a_, &p_))
         return NULL;
     Views v = {.n = 0};
-    Py_ssize_t n = items_of(&v, i_, 8), nat = items_of(&v, a_, 8), np_ = items_of(&v, p_, 8);
+    Py_ssize_t n = items_of(i_, 8), nat = items_of(a_, 8), np_ = items_of(p_, 8);
     const int64_t *i = buffer_of(&v, i_, n, 8, 0, "i");
     const int64_t *j = i ? buffer_of(&v, j_, n, 8, 0, "j") : NULL;
     const int64_t *d = j ? buffer_of(&v, d_, n, 8, 0, "d") : NULL;
@@ -926,7 +926,7 @@ static PyObject *sorted_runs(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOO", &p_, &b_, &i_, &d_))
         return NULL;
     Views v = {.n = 0};
-    Py_ssize_t n = items_of(&v, p_, 8), nb = items_of(&v, b_, 8);
+    Py_ssize_t n = items_of(p_, 8), nb = items_of(b_, 8);
     int64_t *packed = buffer_of(&v, p_, n, 8, 1, "packed");
     const int64_t *bounds = packed ? buffer_of(&v, b_, nb, 8, 0, "bounds") : NULL;
     int64_t *i = bounds ? buffer_of(&v, i_, n, 8, 1, "i") : NULL;
