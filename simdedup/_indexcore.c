@@ -157,6 +157,17 @@ static Py_ssize_t items_of(PyObject *obj, Py_ssize_t size) {
     return n;
 }
 
+/* The end of a call that fills buffers it was given: its views released, then None, or
+ * NULL with the exception already set (`given` NULL) or a ValueError saying `bad`. */
+static PyObject *filled(Views *v, const void *given, const char *bad) {
+    views_release(v);
+    if (given && bad)
+        PyErr_SetString(PyExc_ValueError, bad);
+    if (!given || bad)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ---------------------------------------------------------------- keys and tables */
 
 /* index.Layout.key_hash of one 64-bit fingerprint: its key blocks mixed. */
@@ -234,12 +245,7 @@ static PyObject *build_table(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     free(fill);
-    views_release(&v);
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "a bucket outside the offsets");
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return filled(&v, offsets, bad ? "a bucket outside the offsets" : NULL);
 }
 
 /* ---------------------------------------------------------------- comparisons */
@@ -883,12 +889,7 @@ static PyObject *count(PyObject *self, PyObject *args) {
                 bounds[keys[t] + 1]++;
         Py_END_ALLOW_THREADS
     }
-    views_release(&v);
-    if (bad)
-        PyErr_SetString(PyExc_ValueError, "a key outside the bounds");
-    if (!bounds || bad)
-        return NULL;
-    Py_RETURN_NONE;
+    return filled(&v, bounds, bad ? "a key outside the bounds" : NULL);
 }
 
 static PyObject *place(PyObject *self, PyObject *args) {
@@ -913,12 +914,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
         }
         Py_END_ALLOW_THREADS
     }
-    views_release(&v);
-    if (bad)
-        PyErr_SetString(PyExc_ValueError, "a pair outside its run");
-    if (!packed || bad)
-        return NULL;
-    Py_RETURN_NONE;
+    return filled(&v, packed, bad ? "a pair outside its run" : NULL);
 }
 
 static PyObject *sorted_runs(PyObject *self, PyObject *args) {
@@ -951,12 +947,7 @@ static PyObject *sorted_runs(PyObject *self, PyObject *args) {
             Py_END_ALLOW_THREADS
         }
     }
-    views_release(&v);
-    if (bad)
-        PyErr_SetString(PyExc_ValueError, "bounds that are not runs of the pairs");
-    if (!d || bad)
-        return NULL;
-    Py_RETURN_NONE;
+    return filled(&v, d, bad ? "bounds that are not runs of the pairs" : NULL);
 }
 
 static PyMethodDef methods[] = {
