@@ -402,22 +402,24 @@ def test_a_worker_that_dies_is_an_error_not_a_traceback_or_a_hang(big: Path) -> 
     # The input comes from a pipe the test holds open, so that the run is still going when
     # a worker is killed, however fast the workers are (a file of 200,000 lines took 0.35 s
     # in all and could end first).
-    proc = subprocess.Popen(
+    # communicate() ends the input: it flushes and closes stdin, ignoring a broken pipe
+    # (a stdin closed here made it fail, "flush of closed file", whenever the write went
+    # through before the run noticed the death).
+    with subprocess.Popen(
         simdedup("fingerprint", "-", "--jobs", "2"),
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-    )
-    assert proc.stdin is not None
-    data = big.read_bytes()
-    proc.stdin.write(data)
-    proc.stdin.flush()
-    workers = wait_for_workers(proc, 2)
-    os.kill(min(workers), signal.SIGKILL)
-    with contextlib.suppress(BrokenPipeError):  # it may stop reading at once
+    ) as proc:
+        assert proc.stdin is not None
+        data = big.read_bytes()
         proc.stdin.write(data)
-        proc.stdin.close()
-    _, stderr = proc.communicate(timeout=60)
+        proc.stdin.flush()
+        workers = wait_for_workers(proc, 2)
+        os.kill(min(workers), signal.SIGKILL)
+        with contextlib.suppress(BrokenPipeError):  # it may stop reading at once
+            proc.stdin.write(data)
+        _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert b"worker process died" in stderr and b"Traceback" not in stderr
 
