@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import click
 import numpy as np
@@ -63,6 +63,7 @@ from .read import (
     Span,
     SpanReader,
     Streams,
+    Stretch,
     codec_for,
     file_identity,
     is_stream,
@@ -1901,7 +1902,7 @@ def _printed_chunks(
     """What `fingerprint` prints, a piece at a time, with the input problems to report
     before it. Files and stdin are read in chunks of lines that worker processes parse,
     fingerprint and format (read.read_chunks; the main process only copies bytes, and
-    of a plain file none);
+    of a plain file none: it numbers the lines the workers counted, _numbered);
     directories a document at a time, fingerprinted in batches."""
     sources = _sources(paths)
     read_options = _read_options(kw, sources)
@@ -1912,7 +1913,10 @@ def _printed_chunks(
     jobs = _chunk_jobs(sources, kw["jobs"])
     if jobs is not None:
         setup = functools.partial(_chunk_printer, settings, read_options, fmt)
-        return ordered_map(setup, read_chunks(sources, read_options, stdin), jobs, _idle(sources, stdin))
+        # Plain files as Stretches, which the workers count the lines of, where the
+        # compiled core prints (_numbered): their lines are never read here.
+        chunks = read_chunks(sources, read_options, stdin, stretches=compiled_serves(settings))
+        return _numbered(ordered_map(setup, chunks, jobs, _idle(sources, stdin)), fmt)
     docs = read_documents(sources, read_options, problems, stdin)
     made = _batched(docs, settings, kw["jobs"], False, _idle(sources, stdin))
     return (
@@ -1957,29 +1961,100 @@ def _input_bytes(sources: list[str]) -> int:
 CHUNK_WORKERS_FROM = 2 * CHUNK_BYTES
 
 
+class Unnumbered(NamedTuple):
+    """A Stretch's lines fingerprinted, one a line (`found` False: none), and its
+    problems as (line, kind, message), line 0 its first: for _numbered to print once
+    the lines before it are counted. `first`: the Stretch's. `lost`: it could not be
+    read (its Problem has no line number yet)."""
+
+    name: str
+    first: int
+    fps: np.ndarray
+    found: np.ndarray
+    problems: list[tuple[int, str, str]]
+    lost: Problem | None = None
+
+
 def _chunk_printer(
     settings: Settings, read_options: ReadOptions, fmt: str
-) -> Callable[[Chunk | Span | Problem], tuple[bytes, list[Problem]]]:
+) -> Callable[[Chunk | Span | Stretch | Problem], tuple[bytes, list[Problem]] | Unnumbered]:
     """A worker's task for `fingerprint` (parallel.ordered_map): parallel.chunk_task's
-    documents and fingerprints, printed, with the input problems. Plain ASCII lines
-    (read.plain_lines) go from the chunk's bytes to the printed lines in two compiled
-    calls, with no Document, id or int a line: the same bytes, in 0.6 of the time
-    (benchmarks/README.md, "Stop 32")."""
+    documents and fingerprints, printed, with the input problems; of a Stretch, left
+    for _numbered to print (Unnumbered). Plain ASCII lines (read.plain_lines) go from
+    the chunk's bytes to the printed lines in two compiled calls, with no Document, id
+    or int a line: the same bytes, in 0.6 of the time (benchmarks/README.md, "Stop 32")."""
     fingerprinted = chunk_task(settings, read_options, sketches=False, raw=False)
     spans = SpanReader()  # each process reads its Spans' bytes itself
     fast = compiled_serves(settings)
 
-    def printed(item: Chunk | Span | Problem) -> tuple[bytes, list[Problem]]:
+    def compiled(chunk: Chunk) -> tuple[np.ndarray, np.ndarray] | None:
+        if fast and (lines := plain_lines(chunk, read_options)) is not None:
+            fps, found, done = span_fingerprints(lines.data, lines.starts, lines.ends)
+            if done.all():  # else a word too long for the core: the numpy path
+                return fps, found
+        return None
+
+    def stretched(stretch: Stretch) -> Unnumbered:
+        data = spans.stretch(stretch)
+        if isinstance(data, Problem):
+            return Unnumbered(stretch.name, stretch.first, _NO_FPS, _NO_FPS.astype(bool), [], data)
+        # Read as lines from line 2 on (the first is checked for other formats): a
+        # non-JSONL file's line gives one document, named by its number, and problems
+        # named so too; the numbers are taken back to the Stretch's own.
+        chunk = Chunk(stretch.name, _STRETCH_LINE, data)
+        if (made := compiled(chunk)) is not None:
+            return Unnumbered(stretch.name, stretch.first, *made, [])
+        problems, _, fps = fingerprinted(chunk)
+        at = [(int(p.where.rpartition(":")[2]) - _STRETCH_LINE, p.kind, p.message) for p in problems]
+        values = np.array([fp or 0 for fp in fps or []], np.uint64)
+        found = np.array([fp is not None for fp in fps or []], bool)
+        return Unnumbered(stretch.name, stretch.first, values, found, at)
+
+    def printed(item: Chunk | Span | Stretch | Problem) -> tuple[bytes, list[Problem]] | Unnumbered:
+        if isinstance(item, Stretch):
+            return stretched(item)
         if isinstance(item, Span):
             item = spans(item)
-        if fast and isinstance(item, Chunk) and (lines := plain_lines(item, read_options)) is not None:
-            fps, found, done = span_fingerprints(lines.data, lines.starts, lines.ends)
-            if done.all():  # else a word too long for the core: the numpy path below
-                return numbered_fingerprint_lines(printable(item.name), item.first, fps, found, fmt), []
+        if isinstance(item, Chunk) and (made := compiled(item)) is not None:
+            return numbered_fingerprint_lines(printable(item.name), item.first, *made, fmt), []
         problems, docs, fps = fingerprinted(item)
         return fingerprint_lines([doc.id for doc in docs], fps or [], settings.bits, fmt), problems
 
     return printed
+
+
+_NO_FPS = np.zeros(0, np.uint64)
+_STRETCH_LINE = 2
+
+
+def _numbered(
+    answers: Iterator[tuple[bytes, list[Problem]] | Unnumbered], fmt: str
+) -> Iterator[tuple[bytes, list[Problem]]]:
+    """_chunk_printer's answers, in order, Stretches' printed with their line numbers:
+    a file's first Stretch has its number, each next one starts after the last line of
+    the one before. Where one could not be read, the rest of that file is not either."""
+    line, lost = 0, False
+    try:
+        for answer in answers:
+            if not isinstance(answer, Unnumbered):
+                yield answer
+                continue
+            if answer.first:  # a file's first Stretch
+                line, lost = answer.first, False
+            if lost:
+                continue
+            if answer.lost is not None:
+                lost = True
+                said = f"{answer.lost.message}: lines {line:,} on are not read"
+                yield b"", [Problem(f"{answer.name}:{line}", answer.lost.kind, said)]
+                continue
+            shown = printable(answer.name)
+            problems = [Problem(f"{shown}:{line + n}", kind, message) for n, kind, message in answer.problems]
+            yield numbered_fingerprint_lines(shown, line, answer.fps, answer.found, fmt), problems
+            line += len(answer.fps)
+    finally:
+        if hasattr(answers, "close"):
+            answers.close()
 
 
 def _read_whole(path: str, messages: Messages) -> Document:

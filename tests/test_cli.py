@@ -29,7 +29,9 @@ from hypothesis import strategies as st
 from simdedup import cli as cli_module
 from simdedup import read as read_module
 from simdedup.cli import PIPELINE_BATCH, main
+from simdedup.read import Problem, ReadOptions
 from simdedup.report import RecordWriter, fingerprint_lines, numbered_fingerprint_lines, tsv_field
+from simdedup.settings import Settings
 
 EN = (
     "The harbour was quiet that morning, with fishing boats tied up along the stone wall and "
@@ -498,6 +500,68 @@ def test_fingerprint_of_plain_lines_writes_what_documents_would(
             outputs.append(run("fingerprint", str(path), "--format", fmt, "-j", jobs).stdout_bytes)
     assert outputs[0] == outputs[1] == outputs[2] == outputs[3]
     assert outputs[0].count(b"\n") == 300 and b"41" in outputs[0]
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
+def test_fingerprint_numbers_the_lines_of_a_file_workers_cut_as_it_numbers_stdin(
+    tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A plain file's Stretches are cut without reading it; whoever fingerprints one
+    # counts its lines, and the main process numbers them. Lines of every kind, in
+    # Stretches of 200 bytes that cut lines anywhere, give what stdin's numbered chunks
+    # give: the same lines and the same problems on the same line numbers.
+    rows = [f"line {i} with words: the cat sat on the mat {i % 9}".encode() for i in range(400)]
+    rows[30], rows[31], rows[90] = ZH.encode(), b"", b"bad \xff byte"
+    rows[120], rows[121] = b"crlf line\r", b"w " * 150  # over --max-doc-size 200
+    rows[300] = "caf\u00e9 ".encode() * 60
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(b"\n".join(rows))  # the last line without a newline
+    monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 100)
+    monkeypatch.setattr(read_module, "CHUNK_BYTES", 200)
+    args = ("--format", fmt, "--max-doc-size", "200")
+    piped = run("fingerprint", "-", *args, input=path.read_bytes())
+    assert piped.exit_code == 3 and piped.stdout_bytes.count(b"\n") == 400
+    for jobs in ("1", "2"):
+        named = run("fingerprint", str(path), *args, "-j", jobs)
+        assert named.exit_code == 3
+        assert named.stdout_bytes.replace(str(path).encode(), b"-") == piped.stdout_bytes
+        assert named.stderr.replace(str(path), "-") == piped.stderr
+    assert (
+        "-:91: error: invalid UTF-8" in piped.stderr and "-:122: error: document is 300 bytes" in piped.stderr
+    )
+
+
+@pytest.mark.parametrize("cut", ["inside", "straddling"])
+def test_a_stretch_of_a_file_cut_shorter_loses_its_lines_and_says_from_which(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: str
+) -> None:
+    # The main process cuts a file into Stretches before workers read them: lines lost
+    # to a truncation since then are said once, from the first line of the Stretch cut
+    # short: the one the cut is in, or the one before, where its last line went on
+    # past its end and lost its own end.
+    path = tmp_path / "a.txt"
+    data = b"".join(b"line %d of words\n" % i for i in range(1, 5_001))
+    path.write_bytes(data)
+    monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 4096)
+    items = list(read_module.read_chunks([str(path)], ReadOptions(), size=4096, stretches=True))
+    assert len(items) > 5 and all(isinstance(item, read_module.Stretch) for item in items[1:])
+    third, fourth = items[3], items[4]
+    assert data[fourth.at - 1] != ord("\n")  # a line goes on from the third into the fourth
+    os.truncate(path, fourth.at + 10 if cut == "inside" else fourth.at)
+    short = fourth if cut == "inside" else third
+    lost = data[: data.index(b"\n", short.at - 1) + 1].count(b"\n") + 1  # its first line
+    printer = cli_module._chunk_printer(Settings(), ReadOptions(), "tsv")
+    answers = list(cli_module._numbered(iter(map(printer, items)), "tsv"))
+    printed = b"".join(text for text, _ in answers).decode().splitlines()
+    problems = [p for _, found in answers for p in found]
+    assert [line.rsplit(":", 1)[1] for line in printed] == [str(n) for n in range(1, lost)]
+    assert [(p.where, p.kind, p.message) for p in problems] == [
+        (f"{path}:{lost}", "unreadable", f"the file shrank while it was read: lines {lost:,} on are not read")
+    ]
+    # A file replaced since: a reader that opens it again finds another.
+    path.write_bytes(b"another\n" * 5_000)
+    replaced = read_module.SpanReader().stretch(items[1]._replace(file=(0, 0)))
+    assert isinstance(replaced, Problem) and replaced.message == "the file was replaced while it was read"
 
 
 def test_fingerprint_writes_awkward_ids_as_records_do(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from simdedup import Document, Problem, ReadOptions, read_documents
 from simdedup import read as read_module
-from simdedup.read import MAX_DOC_SIZE, Chunk, Lines, Span, SpanReader, read_chunk, read_chunks
+from simdedup.read import MAX_DOC_SIZE, Chunk, Lines, Span, SpanReader, Stretch, read_chunk, read_chunks
 
 
 def read(paths: list[str], options: ReadOptions | None = None, stdin: bytes | None = None):
@@ -295,12 +295,22 @@ def test_an_unreadable_file_is_a_problem(tmp_path: Path) -> None:
     assert [p.kind for p in problems] == ["unreadable"]
 
 
-def read_in_chunks(paths: list[str], options: ReadOptions, size: int) -> tuple[list[Document], list[Problem]]:
-    """read_chunks then read_chunk on each, as the workers read files (a Span from its file)."""
+def read_in_chunks(
+    paths: list[str], options: ReadOptions, size: int, stretches: bool = False
+) -> tuple[list[Document], list[Problem]]:
+    """read_chunks then read_chunk on each, as the workers read files (a Span or a
+    Stretch from its file), a Stretch's lines numbered after those before it."""
     docs: list[Document] = []
     problems: list[Problem] = []
     spans = SpanReader()
-    for item in read_chunks(paths, options, size=size):
+    line = 0
+    for item in read_chunks(paths, options, size=size, stretches=stretches):
+        if isinstance(item, Stretch):
+            data = spans.stretch(item)
+            assert isinstance(data, bytes)
+            line = item.first or line
+            item = Chunk(item.name, line, data)
+            line += data.count(b"\n") + (not data.endswith(b"\n") and data != b"")
         if isinstance(item, Span):
             item = spans(item)
         if isinstance(item, Problem):
@@ -329,13 +339,19 @@ line_parts = st.sampled_from(
 @settings(max_examples=60, deadline=None)
 # A buffer grown for a long line and cut back to `size` with the rest of a line filling
 # it read nothing more: the file's last line lost its end (found by this test in CI).
-@example(files=[b"a ba b\na b"], sizes=(1, 1), jsonl=False, limit=3, zipped="no")
+@example(files=[b"a ba b\na b"], sizes=(1, 1), jsonl=False, limit=3, zipped="no", stretches=False)
+# Stretches of 2 bytes: lines that begin in one and end in the next, one that spans
+# several, an empty one, a last line without a newline.
+@example(files=[b"a\nbcdef\n\ngh\r\n\xffi"], sizes=(2, 2), jsonl=False, limit=3, zipped="no", stretches=True)
+# A Stretch that ends with its last line's newline: the next line is the next one's.
+@example(files=[b"a\nbc\nde\nf"], sizes=(2, 3), jsonl=False, limit=3, zipped="no", stretches=True)
 @given(
     files=st.lists(st.lists(line_parts, max_size=12).map(b"".join), min_size=1, max_size=3),
     sizes=st.tuples(st.integers(1, 9) | st.just(1 << 16), st.integers(1, 9) | st.just(1 << 20)),
     jsonl=st.booleans(),
     limit=st.sampled_from([3, MAX_DOC_SIZE]),
     zipped=st.sampled_from(["no", "gzip", "cut gzip"]),
+    stretches=st.booleans(),
 )
 def test_files_read_in_chunks_give_what_reading_them_whole_gives(
     tmp_path_factory: pytest.TempPathFactory,
@@ -344,6 +360,7 @@ def test_files_read_in_chunks_give_what_reading_them_whole_gives(
     jsonl: bool,
     limit: int,
     zipped: str,
+    stretches: bool,
 ) -> None:
     top = tmp_path_factory.mktemp("chunks")
     paths = [str(top / "missing.txt")]
@@ -356,7 +373,7 @@ def test_files_read_in_chunks_give_what_reading_them_whole_gives(
         paths.append(str(path))
     options = ReadOptions(jsonl=jsonl, max_doc_size=limit)
     with mock.patch.object(read_module, "FIRST_CHUNK_BYTES", sizes[0]):
-        assert read_in_chunks(paths, options, sizes[1]) == read(paths, options)
+        assert read_in_chunks(paths, options, sizes[1], stretches) == read(paths, options)
 
 
 def test_chunks_hold_whole_lines_and_know_their_first_line_number(tmp_path: Path) -> None:
