@@ -55,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--copies", type=int, default=1, help="the file read: this many copies of the generated one")
+    parser.add_argument("--copies", type=int, default=1, help="read this many copies of the file, in one")
     args = parser.parse_args()
     data = Path(__file__).resolve().parent / ".data"
     data.mkdir(exist_ok=True)
@@ -70,7 +70,8 @@ def main() -> None:
                     out.write(path.read_bytes())
         path = copies
     documents = args.docs * args.copies
-    print(f"fingerprint of {documents:,} generated English documents ({path.stat().st_size / 2**20:,.0f} MiB)")
+    size = path.stat().st_size / 2**20
+    print(f"fingerprint of {documents:,} generated English documents ({size:,.0f} MiB)")
     print(f"{'round':>5}  {'jobs':>4}  {'wall':>7}  {'main CPU':>8}  {'workers':>7}  {'-j1/-j2 wall':>12}")
     ratios = []
     for n in range(1, args.rounds + 1):
