@@ -863,9 +863,51 @@ static PyObject *in_use(PyObject *self, PyObject *args) { return PyUnicode_FromS
 
 /* ---------------------------------------------------------------- pairs in order */
 
-static int by_value(const void *x, const void *y) {
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return (a > b) - (a < b);
+/* Runs up to this long are sorted by insertion, longer ones by radix. */
+#define INSERTION_MAX 48
+
+static void insertion_sort(int64_t *a, int64_t n) {
+    for (int64_t x = 1; x < n; x++) {
+        int64_t v = a[x], y = x;
+        for (; y > 0 && a[y - 1] > v; y--)
+            a[y] = a[y - 1];
+        a[y] = v;
+    }
+}
+
+/* a[0:n] in ascending order: least significant byte first, through `scratch` (n values),
+ * skipping the bytes that every value shares. The sign bit is flipped in the keys, so that
+ * their unsigned order is the values' signed one. qsort with a comparison function took
+ * 1.63 s of the 3.73 s that all pairs of 1M corpus fingerprints at k = 3 took (25.7M pairs,
+ * runs of up to thousands where fingerprints crowd together). */
+static void radix_sort(int64_t *a, int64_t n, int64_t *scratch) {
+    const uint64_t flip = 1ULL << 63;
+    uint64_t any = 0, all = ~0ULL;
+    for (int64_t x = 0; x < n; x++) {
+        any |= (uint64_t)a[x] ^ flip;
+        all &= (uint64_t)a[x] ^ flip;
+    }
+    uint64_t differ = any ^ all;
+    int64_t *from = a, *to = scratch;
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!((differ >> shift) & 0xFF))
+            continue;
+        int64_t at[256] = {0};
+        for (int64_t x = 0; x < n; x++)
+            at[(((uint64_t)from[x] ^ flip) >> shift) & 0xFF]++;
+        for (int64_t b = 0, sum = 0; b < 256; b++) {
+            int64_t c = at[b];
+            at[b] = sum;
+            sum += c;
+        }
+        for (int64_t x = 0; x < n; x++)
+            to[at[(((uint64_t)from[x] ^ flip) >> shift) & 0xFF]++] = from[x];
+        int64_t *was = from;
+        from = to;
+        to = was;
+    }
+    if (from != a)
+        memcpy(a, from, sizeof(int64_t) * n);
 }
 
 /* count(keys, bounds): bounds[x + 1] += how many keys are x. place(i, j, d, at, packed):
@@ -932,12 +974,23 @@ static PyObject *sorted_runs(PyObject *self, PyObject *args) {
         for (Py_ssize_t x = 0; x + 1 < nb; x++)
             if (bounds[x] < 0 || bounds[x] > bounds[x + 1] || bounds[x + 1] > n)
                 bad = 1;
+        int64_t longest = 0;
+        for (Py_ssize_t x = 0; x + 1 < nb && !bad; x++)
+            if (bounds[x + 1] - bounds[x] > longest)
+                longest = bounds[x + 1] - bounds[x];
+        int64_t *scratch = NULL;
+        if (!bad && longest > INSERTION_MAX && !(scratch = malloc(sizeof(int64_t) * longest))) {
+            views_release(&v);
+            return PyErr_NoMemory();
+        }
         if (!bad) {
             Py_BEGIN_ALLOW_THREADS
             for (Py_ssize_t x = 0; x + 1 < nb; x++) {
                 int64_t lo = bounds[x], hi = bounds[x + 1];
-                if (hi - lo > 1)
-                    qsort(packed + lo, (size_t)(hi - lo), 8, by_value);
+                if (hi - lo > INSERTION_MAX)
+                    radix_sort(packed + lo, hi - lo, scratch);
+                else
+                    insertion_sort(packed + lo, hi - lo);
                 for (int64_t t = lo; t < hi; t++) {
                     i[t] = x;
                     d[t] = packed[t] & 255;
@@ -946,6 +999,7 @@ static PyObject *sorted_runs(PyObject *self, PyObject *args) {
             }
             Py_END_ALLOW_THREADS
         }
+        free(scratch);
     }
     return filled(&v, d, bad ? "bounds that are not runs of the pairs" : NULL);
 }

@@ -222,6 +222,32 @@ def test_by_row_group_visits_every_pair_once_by_groups_of_rows_in_order(rows: li
     assert np.array_equal(order, np.argsort(array // group, kind="stable"))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    runs=st.lists(st.integers(0, 200), min_size=1, max_size=12),
+    tables=st.integers(1, 4),
+    high=st.sampled_from([2**8, 2**20, 2**55]),
+    seed=st.integers(0, 2**32),
+)
+def test_pairs_in_order_sorts_every_run_as_lexsort_does(
+    runs: list[int], tables: int, high: int, seed: int
+) -> None:
+    # Runs short enough for insertion and long enough for the radix sort, values that
+    # differ in their low bytes only or in high ones too, repeated (i, j) pairs.
+    from simdedup.compiled import pairs_in_order
+
+    rng = np.random.default_rng(seed)
+    i = np.repeat(np.arange(len(runs)), runs)
+    rng.shuffle(i)
+    j = rng.integers(0, rng.choice([3, high]), len(i))
+    d = rng.integers(0, 256, len(i))
+    cuts = np.sort(rng.integers(0, len(i) + 1, tables - 1))
+    parts = [tuple(x[a:b] for x in (i, j, d)) for a, b in zip([0, *cuts], [*cuts, len(i)])]
+    order = np.lexsort((d, j, i))
+    got = pairs_in_order(parts, len(runs))
+    assert all(np.array_equal(x, y[order]) for x, y in zip(got, (i, j, d)))
+
+
 def test_compiled_all_pairs_through_the_tables_equal_the_numpy_ones() -> None:
     fps = hot_and_random(4, 12_000)
     expected = near_pair_arrays(fps, 64, 4)
