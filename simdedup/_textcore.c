@@ -411,9 +411,48 @@ out:
     return result;
 }
 
+PyDoc_STRVAR(line_ends_doc,
+    "line_ends(data) -> bytearray\n"
+    "\n"
+    "Where each newline of `data` is, as int64 offsets, in order: memchr from one to the\n"
+    "next. numpy's flatnonzero(data == 10) took 0.17 s of a 1.3 s `fingerprint -j1` of\n"
+    "1M lines, two passes and a bool a byte.");
+
+static PyObject *line_ends(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data))
+        return NULL;
+    const char *start = data.buf, *stop = start + data.len;
+    Py_ssize_t room = 1024, n = 0;
+    int64_t *ends = PyMem_RawMalloc(sizeof(int64_t) * room);
+    int failed = ends == NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (const char *at = start; !failed && at < stop;) {
+        const char *nl = memchr(at, '\n', (size_t)(stop - at));
+        if (!nl)
+            break;
+        if (n == room) {
+            int64_t *more = PyMem_RawRealloc(ends, sizeof(int64_t) * room * 2);
+            if (!more) {
+                failed = 1;
+                break;
+            }
+            ends = more, room *= 2;
+        }
+        ends[n++] = nl - start;
+        at = nl + 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    PyObject *result = failed ? PyErr_NoMemory() : PyByteArray_FromStringAndSize((const char *)ends, sizeof(int64_t) * n);
+    PyMem_RawFree(ends);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"ascii_documents", ascii_documents, METH_VARARGS, ascii_documents_doc},
     {"numbered_lines", numbered_lines, METH_VARARGS, numbered_lines_doc},
+    {"line_ends", line_ends, METH_VARARGS, line_ends_doc},
     {NULL, NULL, 0, NULL},
 };
 

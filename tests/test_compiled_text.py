@@ -275,3 +275,18 @@ def test_the_c_core_refuses_bounds_and_outputs_that_do_not_fit() -> None:
             np.zeros(0, np.uint8),
             np.zeros(1, bool),
         )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.binary(max_size=3000)
+    | st.lists(st.sampled_from([b"\n", b"ab", b"\r\n", b"x" * 70])).map(b"".join)
+)
+def test_line_ends_by_memchr_are_numpys(data: bytes) -> None:
+    # read.plain_lines finds a chunk's lines with the text core's memchr loop; without a
+    # C compiler, with numpy.
+    got = read_module.line_ends(data)
+    with mock.patch.object(read_module, "_c_line_ends", None):
+        expected = read_module.line_ends(data)
+    assert read_module._c_line_ends is not None and got.dtype == np.int64
+    assert np.array_equal(got, expected) and got.flags.writeable
