@@ -816,28 +816,31 @@ class SpanReader:
         """The bytes of a Stretch's lines, each with its newline (a last line of the file
         without one); or a Problem without a line number (the caller knows it), as
         __call__ gives for a Span: the file replaced, cut shorter or unreadable."""
+        shrank = Problem(stretch.name, "unreadable", "the file shrank while it was read")
         try:
             fd = self._open(stretch.path, stretch.file)
             if fd is None:
                 return Problem(stretch.name, "unreadable", "the file was replaced while it was read")
-            # From the byte before: a line starts at `at` where that byte is a newline.
-            data = _pread(fd, stretch.size + 1 + _STRETCH_OVER, stretch.at - 1)
-            if len(data) <= stretch.size:
-                return Problem(stretch.name, "unreadable", "the file shrank while it was read")
-            if not 0 < (begin := data.find(b"\n") + 1) <= stretch.size:  # within a line from before
+            last = stretch.at + stretch.size - 1  # its last byte
+            if os.fstat(fd).st_size <= last:
+                return shrank
+            # A line of it starts after each newline from the byte before it to the one
+            # before its last; none: within a line from before.
+            if (newline := _newline(fd, stretch.at - 1, last)) is None:
                 return b""
-            # The last line ends at the first newline from the Stretch's last byte on.
-            while (end := data.find(b"\n", stretch.size) + 1) == 0:
-                more = _pread(fd, len(data), stretch.at - 1 + len(data))
-                if not more and stretch.at - 1 + len(data) < stretch.ends:  # its last line cut short
-                    return Problem(stretch.name, "unreadable", "the file shrank while it was read")
-                if not more:  # the file's last line, without a newline
-                    end = len(data)
-                    break
-                data += more
+            begin = newline + 1
+            # Its last line ends at the first newline from its last byte on, or where the
+            # file does (no newline after it; before `ends`: it was cut short).
+            if (newline := _newline(fd, last)) is not None:
+                end = newline + 1
+            elif (end := os.fstat(fd).st_size) < stretch.ends:
+                return shrank
+            # Read once, with nothing either side to cut off.
+            if len(data := _pread(fd, end - begin, begin)) < end - begin:
+                return shrank
         except OSError as e:
             return Problem(stretch.name, "unreadable", f"cannot read further: {read_error(e, stretch.name)}")
-        return data[begin:end]
+        return data
 
     def _open(self, path: str, file: tuple[int, int]) -> int | None:
         """The descriptor of `path` while it is still `file`, kept open for the next
@@ -861,8 +864,19 @@ class SpanReader:
         self.close()
 
 
-#: Bytes read past a Stretch's end for the rest of its last line (a longer one: more reads).
-_STRETCH_OVER = 16 << 10
+def _newline(fd: int, at: int, stop: int | None = None) -> int | None:
+    """Where the first newline of fd is from byte `at` on, before byte `stop` (None: the
+    file's end); None where there is none. Read 4 KiB at a time, then twice as much each
+    time (a long line)."""
+    size = 4096
+    while stop is None or at < stop:
+        piece = os.pread(fd, size if stop is None else min(size, stop - at), at)
+        if (i := piece.find(b"\n")) >= 0:
+            return at + i
+        if not piece:
+            return None
+        at, size = at + len(piece), min(2 * size, 1 << 20)
+    return None
 
 
 def _pread(fd: int, size: int, at: int) -> bytes:
