@@ -699,7 +699,7 @@ class Stretch(NamedTuple):
     at: int
     size: int
     #: The file's size when it was cut: its end is no sooner, or it shrank since.
-    ends: int = 0
+    ends: int
 
 
 def _stretches(
@@ -826,12 +826,12 @@ class SpanReader:
                 return shrank
             # A line of it starts after each newline from the byte before it to the one
             # before its last; none: within a line from before.
-            if (newline := _newline(fd, stretch.at - 1, last)) is None:
+            if (newline := _next_newline(fd, stretch.at - 1, last)) is None:
                 return b""
             begin = newline + 1
             # Its last line ends at the first newline from its last byte on, or where the
             # file does (no newline after it; before `ends`: it was cut short).
-            if (newline := _newline(fd, last)) is not None:
+            if (newline := _next_newline(fd, last)) is not None:
                 end = newline + 1
             elif (end := os.fstat(fd).st_size) < stretch.ends:
                 return shrank
@@ -864,7 +864,7 @@ class SpanReader:
         self.close()
 
 
-def _newline(fd: int, at: int, stop: int | None = None) -> int | None:
+def _next_newline(fd: int, at: int, stop: int | None = None) -> int | None:
     """Where the first newline of fd is from byte `at` on, before byte `stop` (None: the
     file's end); None where there is none. Read 4 KiB at a time, then twice as much each
     time (a long line)."""
