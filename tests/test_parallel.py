@@ -385,12 +385,23 @@ def test_ctrl_c_at_any_moment_of_a_scan_with_workers_ends_it(big: Path, tmp_path
 
 @linux_only
 def test_workers_die_when_the_parent_is_killed(big: Path) -> None:
-    proc = subprocess.Popen(
-        simdedup("fingerprint", str(big), "--jobs", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    workers = wait_for_workers(proc, 2)
-    proc.kill()
-    proc.wait()
+    # From a pipe the test holds open, so that the workers are still there to be seen:
+    # reading a named file of 200,000 lines, a run could end between two looks for them
+    # (1 run in 3, once the main process no longer read the file).
+    with subprocess.Popen(
+        simdedup("fingerprint", "-", "--jobs", "2"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as proc:
+        assert proc.stdin is not None
+        proc.stdin.write(big.read_bytes())
+        proc.stdin.flush()
+        workers = wait_for_workers(proc, 2)
+        proc.kill()
+        proc.wait()
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
     deadline = time.monotonic() + 10
     while any(alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
