@@ -205,6 +205,34 @@ def test_ctrl_c_while_the_modules_load_exits_130_without_a_traceback() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (130, "", "")
 
 
+def test_the_process_ends_as_the_interpreter_ends_it_less_the_teardown(tmp_path: Path) -> None:
+    # The command ends with os._exit (__main__._exit): what the interpreter's ending does
+    # outside the process must still happen, in its order: a thread that is not a daemon
+    # is waited for, then the atexit functions run, then stdout is flushed; the status is
+    # the command's. The interpreter's teardown would have run the __del__ below.
+    late = tmp_path / "late"
+    code = (
+        "import atexit, sys, runpy, threading, time\n"
+        "class Teardown:\n"
+        "    def __del__(self): print('torn down', file=sys.stderr)\n"
+        "kept = Teardown()\n"
+        "def slow():\n"
+        "    time.sleep(0.3)\n"
+        f"    open({str(late)!r}, 'w').write('written')\n"
+        "threading.Thread(target=slow).start()\n"
+        f"atexit.register(lambda: sys.stdout.write('atexit ' + open({str(late)!r}).read()))\n"
+        "sys.stdout.write('unflushed ')\n"
+        "sys.argv = sys.argv[1:]\n"
+        "runpy.run_module('simdedup', run_name='__main__')\n"
+    )
+    missing = str(tmp_path / "missing.txt")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout kept to the end
+    command = [sys.executable, "-c", code, "simdedup", "fingerprint", missing]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stdout) == (3, "unflushed atexit written")
+    assert done.stderr.endswith("no such file or directory\n"), done.stderr  # no "torn down"
+
+
 def _sigint_ignored() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a script's background job (`cmd &`) has it
 
