@@ -16,7 +16,8 @@ import numpy as np
 from .features import normalized_many
 from .fingerprint import BATCH_SIZE, FeatureHasher, distance, normalized_batch_fingerprints
 from .settings import MAX_DISTANCE, MIN_JACCARD, Settings
-from .sketch import similarity, text_sketches
+from .sketch import SKETCH, similarity, text_sketches
+from .verify import too_few_bins
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def calibrate(
     if not all(isinstance(k, int) and not isinstance(k, bool) and 0 <= k <= MAX_DISTANCE for k in distances):
         raise ValueError(f"distances are ints from 0 to {MAX_DISTANCE}, not {distances!r}")
     scores = []
-    similarities: dict[bool, np.ndarray] = {}  # by fold: the presets share their sketches
+    sketches: dict[bool, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # by fold: the presets share them
     for name, (settings, min_jaccard) in presets.items():
         fa, ha = _fingerprints_and_heads([p.a for p in pairs], settings)
         fb, hb = _fingerprints_and_heads([p.b for p in pairs], settings)
@@ -109,11 +110,14 @@ def calibrate(
                 for dist, x, y in zip(d, ha, hb)
             ]
         if min_jaccard is not None:
-            if settings.fold not in similarities:
+            if settings.fold not in sketches:
                 sa = text_sketches([p.a for p in pairs], settings.fold)
                 sb = text_sketches([p.b for p in pairs], settings.fold)
-                similarities[settings.fold] = similarity(sa, sb)
-            verified = (similarities[settings.fold] >= min_jaccard).tolist()
+                sketches[settings.fold] = (sa, sb, similarity(sa, sb))
+            sa, sb, sims = sketches[settings.fold]
+            # Pairs of a few words verify only with equal fingerprints (verify.too_few_bins).
+            unequal = np.array([x is None or y is None or x != y for x, y in zip(fa, fb)], bool)
+            verified = ((sims >= min_jaccard) & ~too_few_bins(SKETCH, sa, sb, unequal)).tolist()
         else:
             verified = [True] * len(pairs)
         for k in distances:

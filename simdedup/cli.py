@@ -121,7 +121,7 @@ from .store import (
     replacing_mode,
     write_index,
 )
-from .verify import MIN_JACCARD, VerifyingDeduplicator, deduplicator
+from .verify import FEWEST_BINS, MIN_JACCARD, VerifyingDeduplicator, deduplicator, too_few_bins
 
 DEFAULTS = Settings()
 #: Documents read, fingerprinted and decided together: big enough that the index's
@@ -2148,10 +2148,11 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     features = [extract(d.text, settings) for d in docs]  # for the lists of unshared ones
     d = hamming(fa, fb)
     jaccard = float(similarity(sketches[:1], sketches[1:])[0])
+    few = bool(too_few_bins(SKETCH, sketches[:1], sketches[1:], np.array([d]))[0])  # verify.too_few_bins
     # Heads are a candidate source of verification only (verify.VerifyingDeduplicator).
     head_d = hamming(ha, hb) if ha is not None and hb is not None and verify is not None else None
     candidate = d <= settings.distance or (head_d is not None and head_d <= settings.distance)
-    near = candidate and (verify is None or jaccard >= verify)
+    near = candidate and (verify is None or (jaccard >= verify and not few))
     # The index's blocks: two documents are candidates when they agree on a whole key.
     index_blocks, per_key = index_layout(settings.bits, settings.distance)
     agree = [i + 1 for i, (start, w) in enumerate(index_blocks) if ((fa ^ fb) >> start) & ((1 << w) - 1) == 0]
@@ -2179,6 +2180,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         "k": settings.distance,
         "similarity": round(1 - d / settings.bits, 6),
         "jaccard": round(jaccard, 6),
+        "too_few_bins": few,
         "verify": verify,
         "near": near,
         "blocks_agreeing": agree,
@@ -2198,6 +2200,11 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
 
         verdict = "near-duplicates" if near else "not near-duplicates"
         checked = "not checked (--no-verify)" if verify is None else f"at least {verify:g} to verify"
+        if few and verify is not None:
+            checked += (
+                f"; from fewer than {FEWEST_BINS} shingle bins between them, which verify only with"
+                " equal fingerprints"
+            )
         blocks = ", ".join(map(str, agree)) or "none"
         if verify is None:
             heads = "not used (--no-verify)"

@@ -242,6 +242,8 @@ class Sketcher(Protocol):
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
 
+    def bins_in_either(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
+
 
 @dataclass(frozen=True)
 class OnePermutation:
@@ -313,6 +315,16 @@ class OnePermutation:
         codes = (1 << self.bits) - 1
         estimate = (codes * agree - both) / np.maximum(either * (codes - 1), 1)
         return np.where(either > 0, np.clip(estimate, 0.0, 1.0), 1.0)
+
+    def bins_in_either(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """How many bins hold a shingle in either sketch, for each row pair of two (m,
+        nbytes) arrays (int64): the union that similarity() divides by, about the
+        number of distinct shingles of the two when that is well under `bins`."""
+        union = _words(a) | _words(b)
+        either = union
+        for i in range(1, self.bits):  # fold each code's bits onto its lowest bit
+            either = either | (union >> np.uint64(i))
+        return np.bitwise_count(either & _LANES[self.bits]).sum(axis=1, dtype=np.int64)
 
     def pair_similarity(
         self, a: np.ndarray, a_rows: np.ndarray, b: np.ndarray, b_rows: np.ndarray, at_least: float = 0.0

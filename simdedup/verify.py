@@ -35,6 +35,26 @@ __all__ = ["MIN_JACCARD", "SHINGLE", "VerifyingDeduplicator", "deduplicator"]
 #: compiled loops read them in place): ~16 MiB of 256-byte sketches, where a wide
 #: distance on crowded text gave millions of pairs a batch (benchmarks/wide.py).
 PAIR_SLICE = 1 << 14
+#: A pair whose sketches hold shingles in fewer bins than this between them (documents
+#: of a few words each) verifies only when its fingerprints are equal (too_few_bins).
+FEWEST_BINS = 10
+
+
+def too_few_bins(sketcher: Sketcher, a: np.ndarray, b: np.ndarray, ds: np.ndarray) -> np.ndarray:
+    """Whether each pair (rows of the sketches a and b, the distance ds of their
+    fingerprints) is too small to verify on its estimate: fewer than FEWEST_BINS bins
+    hold a shingle of either, and the fingerprints differ.
+
+    Two different shingles in one bin whose 2-bit codes agree (1 in 3,072 for two given
+    shingles) look like one shared shingle. Among many documents that is bound to happen
+    to some pairs, and where the union is a few bins it moves the estimate by a large
+    part of it: "line number 19" and "line number 19086" (one shingle each, none shared)
+    read 1.0, and 16 of 20,000 such lines were dropped as duplicates, at --verify 1.0
+    too. Below 10 bins, one such bin can lift a pair from under 0.8 to 1.0 (one shingle
+    differing on each side). Documents that small are near-duplicates at 0.8 only when
+    their shingles are all but the same, which makes their fingerprints equal (the same
+    words), so equal fingerprints are asked of them instead."""
+    return (np.asarray(ds) != 0) & (sketcher.bins_in_either(a, b) < FEWEST_BINS)
 
 
 class VerifyingDeduplicator(Deduplicator):
@@ -298,7 +318,7 @@ class VerifyingDeduplicator(Deduplicator):
             else:
                 q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
             first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
-            pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first)
+            pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first, pair_ds)
             ok = ~(pair_sims < self.min_jaccard)
             first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
             head = later.result() if later is not None else heads_of()
@@ -399,7 +419,7 @@ class VerifyingDeduplicator(Deduplicator):
         verify, with their distances and similarities (NaN: a side has no sketch, decided
         on the fingerprint); of one part of the index's tables (BlockIndex.search)."""
         q, rows, ds = self.index.search(fparray, ordered=False, part=part, parts=parts)
-        sims = self._similarities(mine, has_mine, q, self._sketches, self._has, rows)
+        sims = self._similarities(mine, has_mine, q, self._sketches, self._has, rows, ds)
         ok = ~(sims < self.min_jaccard)
         return q[ok], rows[ok], ds[ok], sims[ok]
 
@@ -432,11 +452,14 @@ class VerifyingDeduplicator(Deduplicator):
         b: np.ndarray,
         b_has: np.ndarray,
         b_rows: np.ndarray,
+        ds: np.ndarray,
     ) -> np.ndarray:
         """Estimated Jaccard of a[a_rows[t]] and b[b_rows[t]] for every t, in one call
-        (`a`: the batch's sketches); NaN where either has no sketch, -1.0 where it is
-        below min_jaccard: every caller keeps only the pairs that reach it, and a large
-        index's compiled loop stops reading a pair's sketches once they prove it."""
+        (`a`: the batch's sketches; ds[t]: the distance of the pair's fingerprints); NaN
+        where either has no sketch, -1.0 where it is below min_jaccard or the pair is too
+        small to verify on it (too_few_bins): every caller keeps only the pairs that
+        reach it, and a large index's compiled loop stops reading a pair's sketches once
+        they prove it."""
         out = np.full(len(a_rows), np.nan)
         both = np.flatnonzero(a_has[a_rows] & b_has[b_rows])
         if not len(both):
@@ -448,6 +471,11 @@ class VerifyingDeduplicator(Deduplicator):
                 at = both[lo : lo + PAIR_SLICE]
                 sims = self.sketcher.similarity(a[a_rows[at]], b[b_rows[at]])
                 out[at] = np.where(sims < self.min_jaccard, -1.0, sims)
+        # The few that reach it (about as many as the duplicates), their sketches gathered.
+        reach = np.flatnonzero(out >= self.min_jaccard)
+        if len(reach):
+            small = too_few_bins(self.sketcher, a[a_rows[reach]], b[b_rows[reach]], ds[reach])
+            out[reach[small]] = -1.0
         return out
 
 
@@ -496,8 +524,8 @@ class _Heads:
         # Kept rows: verified, and only for heads that may be calm (the rest never are).
         live = crowd[hq] <= HEAD_CROWD
         q, rows = pos[hq[live]], dd._head_rows[hrows[live]]
-        sims = dd._similarities(mine, has_mine, q, dd._sketches, dd._has, rows)
         ds = dd.index.distances_to(rows, fparray[q])
+        sims = dd._similarities(mine, has_mine, q, dd._sketches, dd._has, rows, ds)
         earlier: dict[int, np.ndarray] = {}
         if batch and len(pos) > 1:
             first, second, _ = near_pair_arrays(fps, bits, k, compiled=dd.index.compiled)
@@ -509,10 +537,11 @@ class _Heads:
                 earlier[at] = group
             live = crowd_in_index[second] <= HEAD_CROWD
             bq, bfirst = second[live], first[live]
-            bsims = dd._similarities(mine, has_mine, bq, mine, has_mine, bfirst)
+            bds = distances(fparray[bq], fparray[bfirst], bits)
+            bsims = dd._similarities(mine, has_mine, bq, mine, has_mine, bfirst, bds)
             q = np.concatenate([q, bq])
             rows = np.concatenate([rows, -1 - bfirst])
-            ds = np.concatenate([ds, distances(fparray[bq], fparray[bfirst], bits)])
+            ds = np.concatenate([ds, bds])
             sims = np.concatenate([sims, bsims])
         ok = sims >= dd.min_jaccard  # NaN (a side without a sketch) never verifies a head
         return cls(pos, fps, q[ok], rows[ok], ds[ok], sims[ok], crowd_in_index, earlier)

@@ -51,6 +51,16 @@ def test_verified_pairs_are_candidates_by_their_heads_as_in_scan() -> None:
     assert decisions[1].status == "duplicate"  # scan agrees
 
 
+def test_pairs_of_a_few_words_verify_only_with_equal_fingerprints_as_in_scan() -> None:
+    # One shingle each, none shared, yet an estimate of 1.0 (verify.too_few_bins)
+    pairs = [
+        LabelledPair("line number 19", "line number 19086", False),
+        LabelledPair("a b c", "A b, c!", True),
+    ]
+    [score] = calibrate(pairs, {"x": (Settings(), 0.8)}, [4])
+    assert (score.tp, score.fp, score.fn) == (1, 0, 0)
+
+
 def test_score_arithmetic() -> None:
     s = Score("p", 3, tp=3, fp=1, fn=3)
     assert (s.precision, s.recall) == (0.75, 0.5) and abs(s.f1 - 0.6) < 1e-12

@@ -633,6 +633,25 @@ def test_compare_finds_a_copy_by_its_head_as_scan_does(tmp_path: Path) -> None:
     assert [d["distance"] for d in group["duplicates"]] == [report["distance"]]
 
 
+def test_lines_of_a_few_words_are_duplicates_only_when_their_fingerprints_are_equal(tmp_path: Path) -> None:
+    # One shingle each, none shared: a bin in common whose codes agree (1 in 3,072
+    # pairs) read as Jaccard 1.0, and 16 of these 20,000 lines were dropped, at --verify
+    # 1.0 too. Their fingerprints differ; repeated lines still go.
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"line number {n}\n" for n in range(20_000)) + "line number 7\n")
+    for verify in ("0.8", "1.0"):
+        result = run("filter", str(lines), "-q", "--verify", verify)
+        assert result.exit_code == 0
+        assert result.stdout == "".join(f"line number {n}\n" for n in range(20_000))
+    pair = ["--text", "line number 19", "--text", "line number 19086"]
+    report = json.loads(run("compare", *pair, "--json").stdout)
+    assert report["distance"] <= 4 and report["jaccard"] == 1.0  # the estimate that misled
+    assert report["too_few_bins"] is True and report["near"] is False
+    shown = run("compare", *pair)
+    assert shown.exit_code == 1 and "which verify only with equal fingerprints" in shown.stdout
+    assert run("compare", "--text", "line number 19", "--text", "Line number 19!").exit_code == 0
+
+
 def test_compare_needs_two_documents() -> None:
     result = run("compare", "--text", "only one")
     assert result.exit_code == 2 and "exactly two" in result.stderr

@@ -52,6 +52,24 @@ def estimate_errors(pairs: list[tuple[str, str]]) -> np.ndarray:
     return np.abs(got - np.array([exact(a, b) for a, b in pairs]))
 
 
+@settings(max_examples=50)
+@given(st.lists(TEXT, min_size=2, max_size=8), st.sampled_from([(64, 2), (1024, 2), (256, 4), (64, 8)]))
+def test_bins_in_either_counts_the_bins_that_hold_a_shingle_in_either_sketch(
+    texts: list[str], shape: tuple[int, int]
+) -> None:
+    sketcher = OnePermutation(*shape)
+    sketches = sketcher.sketch(*shingle_hashes(texts))
+    a, b = sketches[:-1], sketches[1:]
+    per_byte = 8 // sketcher.bits
+    mask = (1 << sketcher.bits) - 1
+
+    def codes(row: np.ndarray) -> list[int]:
+        return [(byte >> (sketcher.bits * j)) & mask for byte in row.tolist() for j in range(per_byte)]
+
+    expected = [sum(1 for x, y in zip(codes(r), codes(s)) if x or y) for r, s in zip(a, b)]
+    assert sketcher.bins_in_either(a, b).tolist() == expected
+
+
 def test_sketches_are_fixed_size_bytes() -> None:
     sketches = text_sketches(["a b c", "", "我们的软件" * 50, "word " * 1000])
     assert sketches.shape == (4, SKETCH_BYTES) and sketches.dtype == np.uint8

@@ -20,7 +20,7 @@ from simdedup.dedup import Deduplicator
 from simdedup.fingerprint import fingerprint_texts
 from simdedup.settings import HEAD_TOKENS
 from simdedup.sketch import SKETCH_BYTES, text_sketches
-from simdedup.verify import VerifyingDeduplicator, deduplicator
+from simdedup.verify import FEWEST_BINS, VerifyingDeduplicator, deduplicator
 
 WORDS = "the quick brown fox jumps over the lazy dog near the river bank today"
 # The same bag of words in another order: the same word-TF fingerprint, no common 3-shingle.
@@ -264,6 +264,13 @@ def head_of(doc: Document) -> int | None:
     return None if doc.features is not None else head_of_words(doc.text)
 
 
+def bins_with_shingles(a: np.ndarray, b: np.ndarray) -> int:
+    """How many of two default sketches' bins hold a shingle in either, code by code (a
+    byte holds four 2-bit codes, the first in its lowest bits; 0 is an empty bin)."""
+    codes = [[(byte >> shift) & 3 for byte in s.tolist() for shift in (0, 2, 4, 6)] for s in (a, b)]
+    return sum(1 for x, y in zip(*codes) if x or y)
+
+
 def one_at_a_time(
     dd: VerifyingDeduplicator, docs: list[Document], fps: list[int | None], sketches: np.ndarray
 ) -> list[tuple[str, int | None, str | None, int | None]]:
@@ -301,7 +308,9 @@ def one_at_a_time(
                 continue
             if has and other_has:
                 sim = float(dd.sketcher.similarity(sketch[None], other_sketch[None])[0])
-                if sim < dd.min_jaccard:
+                if sim < dd.min_jaccard or (
+                    d != 0 and bins_with_shingles(sketch, other_sketch) < FEWEST_BINS
+                ):
                     continue
                 key = (0, -sim, d, row)
             elif d > k:
