@@ -491,8 +491,23 @@ def run_grid(lang: str) -> list[tuple[str, int, dict[str, Any]]]:
 # --------------------------------------------------------------------------- sketches
 
 
+class Gathered:
+    """What VerifyingDeduplicator asks of a sketch besides similarity(), for the ones
+    here: pair_similarity() by gathering the rows (the library's compiled loop reads
+    them where they are), below `at_least` as -1.0 as it gives them."""
+
+    def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def pair_similarity(
+        self, a: np.ndarray, a_rows: np.ndarray, b: np.ndarray, b_rows: np.ndarray, at_least: float = 0.0
+    ) -> np.ndarray:
+        sims = self.similarity(a[a_rows], b[b_rows])
+        return np.where(sims < at_least, -1.0, sims)
+
+
 @dataclass(frozen=True)
-class ExactShingles:
+class ExactShingles(Gathered):
     """The reference for sketches: every distinct shingle hash, sorted, zero-padded to
     `width` (which must hold the largest document), so Jaccard is exact."""
 
@@ -516,18 +531,26 @@ class ExactShingles:
         return out.view(np.uint8)
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        common, union = self._counts(a, b)
+        return np.where(union > 0, common / np.maximum(union, 1), 1.0)
+
+    def bins_in_either(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The distinct shingles of the two (the union), as verify.too_few_bins reads it."""
+        return self._counts(a, b)[1]
+
+    @staticmethod
+    def _counts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a, b = a.view(np.uint64), b.view(np.uint64)
-        out = np.empty(len(a))
+        common, union = np.empty(len(a), np.int64), np.empty(len(a), np.int64)
         for lo in range(0, len(a), 256):  # a slice's sort stays within a few MB
             both = np.sort(np.concatenate([a[lo : lo + 256], b[lo : lo + 256]], axis=1), axis=1)
-            common = ((both[:, 1:] == both[:, :-1]) & (both[:, 1:] != 0)).sum(axis=1)
-            union = (both != 0).sum(axis=1) - common
-            out[lo : lo + 256] = np.where(union > 0, common / np.maximum(union, 1), 1.0)
-        return out
+            common[lo : lo + 256] = ((both[:, 1:] == both[:, :-1]) & (both[:, 1:] != 0)).sum(axis=1)
+            union[lo : lo + 256] = (both != 0).sum(axis=1) - common[lo : lo + 256]
+        return common, union
 
 
 @dataclass(frozen=True)
-class BottomK:
+class BottomK(Gathered):
     """The k smallest distinct 32-bit shingle hashes (their top bits), padded with 2**32 - 1;
     Jaccard is estimated on the k smallest of the union (exact below k shingles)."""
 
@@ -561,6 +584,13 @@ class BottomK:
         first_k = new & ~pad & (np.cumsum(new & ~pad, axis=1) <= self.k)
         union = first_k.sum(axis=1)
         return np.where(union > 0, (first_k & shared).sum(axis=1) / np.maximum(union, 1), 1.0)
+
+    def bins_in_either(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The distinct hashes the two keep (the union below 2k), as verify.too_few_bins reads it."""
+        both = np.sort(np.concatenate([a.view(np.uint32), b.view(np.uint32)], axis=1), axis=1)
+        new = np.ones(both.shape, bool)
+        new[:, 1:] = both[:, 1:] != both[:, :-1]
+        return (new & (both != 0xFFFFFFFF)).sum(axis=1)
 
 
 def sketcher(spec: str, texts: Sequence[str]) -> Sketcher:
