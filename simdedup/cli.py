@@ -686,7 +686,8 @@ def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--features-field",
             metavar="FIELD",
-            help="JSONL field with a {feature: weight} object to fingerprint as is, instead of text.",
+            help="JSONL field with a {feature: weight} object to fingerprint as is, instead of text."
+            " Such records have no text to verify: they are decided on their fingerprints alone.",
         ),
         click.option(
             "--glob",
@@ -1636,9 +1637,26 @@ def _finish(
                 _interrupted(),
             ) from None
     status = exit_status()  # a signal may have come since --summary-json was written
+    try:
+        _said_at_the_end(summary, dd, messages, interrupted, signalled(), session)
+    except BrokenPipeError:  # stderr's reader left once every output was written and the index saved
+        _to_devnull(sys.stderr)
+        return ExitStatus.BROKEN_PIPE  # the outputs stand, --summary-json with the run's own status
+    return status
+
+
+def _said_at_the_end(
+    summary: Summary,
+    dd: Deduplicator,
+    messages: Messages,
+    interrupted: bool,
+    signalled: bool,
+    session: IndexSession | None,
+) -> None:
+    """_finish's messages on stderr, once the outputs are written and the index saved."""
     if interrupted:
         messages.info("interrupted: the outputs hold every document decided so far")
-    elif signalled():
+    elif signalled:
         messages.info("interrupted once every document was decided: the outputs hold all of them")
     if session is not None and session.dropped_sketches:
         messages.info(
@@ -1669,7 +1687,6 @@ def _finish(
         + (", ".join(f"{size}: {n:,}" for size, n in summary.group_sizes.items()) or "none")
     )
     _details(messages, dd)
-    return status
 
 
 def _to_devnull(stream: IO[Any]) -> None:

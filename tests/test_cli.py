@@ -847,6 +847,26 @@ def test_scan_into_a_closed_pipe_still_writes_its_summary(tmp_path: Path) -> Non
         assert (record["documents"], record["duplicates"], record["exit_status"]) == (12000, 6000, 141)
 
 
+def test_a_reader_of_stderr_that_left_by_the_end_leaves_the_summary_and_the_index(tmp_path: Path) -> None:
+    # A cron job whose log pipe died: the summary on stderr comes once --summary-json is
+    # written and the index saved. Its broken pipe discarded the summary, whose temporary
+    # file is renamed only when the run ends well, while the index stayed saved.
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"document number {i} with words\n" * 2 for i in range(300)))
+    summary = tmp_path / "summary.json"
+    for command in ("scan", "filter"):
+        index = tmp_path / f"{command}.sdx"
+        args = simdedup(command, str(lines), "--index", str(index), "--summary-json", str(summary))
+        with subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+            assert proc.stderr is not None
+            proc.stderr.close()  # before the run says anything: its first message finds no reader
+            assert proc.wait(timeout=60) == 141
+        record = json.loads(summary.read_text())
+        assert (record["documents"], record["duplicates"], record["exit_status"]) == (600, 300, 0)
+        assert record["index"]["saved"] == 300
+        summary.unlink()
+
+
 def test_ctrl_c_exits_130_after_flushing_what_was_written(tmp_path: Path) -> None:
     report = tmp_path / "report.jsonl"
     proc = subprocess.Popen(
