@@ -1812,7 +1812,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
 @jobs_option
 @message_options
 def filter_(source: str | None, **kw: Any) -> None:
-    """Copy stdin (or FILE) to stdout without its near-duplicates: a pipeline stage.
+    """Copy stdin (or SOURCE) to stdout without its near-duplicates: a pipeline stage.
 
     Lines (or JSONL records, with --jsonl) come out unchanged, in input order; the
     first of each group of near-duplicates stays. Nothing else is written to stdout.
@@ -1820,7 +1820,7 @@ def filter_(source: str | None, **kw: Any) -> None:
     while its writer is slow (tail -f).
 
     \b
-    Example:
+    Examples:
       zcat crawl.jsonl.gz | simdedup filter --jsonl --duplicates dups.jsonl > clean.jsonl
       zcat today.jsonl.gz | simdedup filter --jsonl --index seen.sdx > new.jsonl
       tail -f app.log | simdedup filter
@@ -1874,7 +1874,14 @@ def filter_(source: str | None, **kw: Any) -> None:
 @click.argument("paths", nargs=-1, type=_INPUT)
 @input_options
 @fingerprint_options
-@click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["tsv", "jsonl"]),
+    default="tsv",
+    show_default=True,
+    help="A line per document: its fingerprint and id, tab-separated, or a JSONL record of the two.",
+)
 @functools.partial(
     jobs_option,
     help="Read, fingerprint and format in N processes (0: one per CPU for stdin and for"
@@ -2099,11 +2106,15 @@ def _read_whole(path: str, messages: Messages) -> Document:
 
 _WHOLE_JSONL = "compared as one whole document, its JSON markup too, not record by record"
 
+#: --no-verify's help where a command decides documents against kept ones as scan
+#: would (compare, index query).
+_AS_SCAN_WITHOUT_VERIFY = (
+    "Decide as scan --no-verify does: on the whole fingerprints alone, without heads or Jaccard."
+)
+
 
 @main.command()
-@_reworded(
-    no_verify="Decide as scan --no-verify does: on the whole fingerprints alone, without heads or Jaccard."
-)
+@_reworded(no_verify=_AS_SCAN_WITHOUT_VERIFY)
 @click.argument("files", nargs=-1, type=click.Path())
 @click.option(
     "--text",
@@ -2485,14 +2496,14 @@ def index_info(path: str, as_json: bool, top: int) -> None:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr but errors.")
 def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> None:
-    """Merge stored indexes IN... into OUT, for crawls deduplicated in shards.
+    """Merge stored indexes INPUTS... into OUT, for crawls deduplicated in shards.
 
-    OUT, if it exists, comes first and keeps its rows; then each IN's rows and runs in
+    OUT, if it exists, comes first and keeps its rows; then each input's rows and runs in
     the order given. Nothing is dropped, and nothing is added twice: the rows of a run
     merged already (known by the random id each run gets when it is saved) are left
     out, with a warning, so a merge can be retried. All must have the same fingerprint
     settings.
-    OUT is replaced atomically, under its lock, like a run's --index; each IN is read
+    OUT is replaced atomically, under its lock, like a run's --index; each input is read
     under its own lock, so a run still writing it is waited for (--wait).
 
     \b
@@ -2537,11 +2548,19 @@ QUERY_COLUMNS = ("id", "status", "fingerprint", "duplicate_of", "distance", "dup
 
 
 @index_group.command(name="query")
+@_reworded(no_verify=_AS_SCAN_WITHOUT_VERIFY)
 @click.argument("path", type=click.Path())
 @click.argument("sources", nargs=-1, type=_INPUT)
 @input_options
 @fingerprint_options
-@click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl", "csv"]), default="tsv", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["tsv", "jsonl", "csv"]),
+    default="tsv",
+    show_default=True,
+    help=f"A row per document: {', '.join(QUERY_COLUMNS)}.",
+)
 @click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any document is a duplicate.")
 @verify_option
 @jobs_option
