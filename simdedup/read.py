@@ -710,9 +710,10 @@ def _stretches(
     there, for _shrank."""
     while at < (end := os.fstat(stream.fileno()).st_size):
         while at < end:
-            yield Stretch(name, first, path, file, at, min(size, end - at), end)
-            first, at = 0, at + size
-    stream.seek(max(at, end))
+            cut = min(size, end - at)  # the last one to the file's end: what is written since comes next
+            yield Stretch(name, first, path, file, at, cut, end)
+            first, at = 0, at + cut
+    stream.seek(at)
 
 
 def _reopenable(stream: IO[bytes], name: str) -> tuple[str, tuple[int, int]] | None:
