@@ -770,8 +770,31 @@ _JOBS_HELP = (
 )
 
 
+#: Worker processes a CPU at most: each keeps a core busy, so more only cost memory and
+#: switching, and `-j 1000000` (a slip of the keyboard) forked until the system refused.
+JOBS_A_CPU = 4
+
+
+def _jobs_within_reason(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    cpus = default_jobs()
+    if value > JOBS_A_CPU * cpus:
+        raise click.BadParameter(
+            f"{value} processes on {cpus} CPU{'s' if cpus > 1 else ''}: at most {JOBS_A_CPU * cpus} "
+            f"({JOBS_A_CPU} a CPU; each keeps one busy, so more would only slow the run down)"
+        )
+    return value
+
+
 def jobs_option(f: Callable[..., Any], help: str = _JOBS_HELP) -> Callable[..., Any]:
-    return click.option("-j", "--jobs", type=click.IntRange(0), default=AUTO, show_default=True, help=help)(f)
+    return click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(0),
+        default=AUTO,
+        show_default=True,
+        callback=_jobs_within_reason,
+        help=help,
+    )(f)
 
 
 def index_options(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -175,6 +175,16 @@ def test_default_jobs_is_the_cpus_this_process_may_use() -> None:
     assert 1 <= default_jobs() <= (os.cpu_count() or 1)
 
 
+@pytest.mark.parametrize("command", ["scan", "filter", "fingerprint"])
+def test_more_than_four_jobs_a_cpu_is_refused_before_any_is_started(command: str) -> None:
+    # -j 1000000 (a slip) forked until the system refused, and each worker that failed
+    # to start its thread printed a traceback.
+    most = 4 * default_jobs()
+    result = CliRunner().invoke(main, [command, "-", "-j", str(most + 1)], input="a line\n")
+    assert result.exit_code == 2 and f"at most {most} (4 a CPU" in result.stderr
+    assert result.stdout == ""
+
+
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
     """Several batches of English, Chinese, mixed, empty and repeated lines."""
