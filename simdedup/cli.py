@@ -693,6 +693,7 @@ def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--glob",
             multiple=True,
             metavar="PATTERN",
+            callback=_matchable,
             help="In directories, read only the files whose name, or path below the directory"
             " given, matches (fnmatch: '*.txt', 'en/*').",
         ),
@@ -700,6 +701,7 @@ def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--exclude",
             multiple=True,
             metavar="PATTERN",
+            callback=_matchable,
             help="In directories, skip the files and folders whose name, or path below the"
             " directory given, matches ('drafts', 'zh/*', '*_copy.txt').",
         ),
@@ -783,6 +785,20 @@ def _jobs_within_reason(ctx: click.Context, param: click.Parameter, value: int) 
             f"({JOBS_A_CPU} a CPU; each keeps one busy, so more would only slow the run down)"
         )
     return value
+
+
+def _matchable(ctx: click.Context, param: click.Parameter, patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """--glob and --exclude patterns, refused where they can match nothing: a name or a
+    path below the directory given never ends with '/' nor starts with './' (`--exclude
+    'en/'`, as rsync and .gitignore have it, left every file in)."""
+    for pattern in patterns:
+        fixed = pattern.rstrip("/").removeprefix("./")
+        if fixed != pattern:
+            raise click.BadParameter(
+                f"{pattern!r} can match nothing: a name, or a path below the directory given, "
+                f"has no {'trailing /' if pattern.endswith('/') else 'leading ./'} ({fixed!r} may be meant)"
+            )
+    return patterns
 
 
 def jobs_option(f: Callable[..., Any], help: str = _JOBS_HELP) -> Callable[..., Any]:

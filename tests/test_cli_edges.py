@@ -1011,6 +1011,24 @@ def test_ngram_is_refused_unless_it_makes_character_ngrams_and_an_index_keeps_it
     assert refused.exit_code == 2 and "ngram is 3 there, 4 in this run" in refused.output
 
 
+def test_a_glob_or_exclude_pattern_that_can_match_nothing_is_refused(tmp_path: Path) -> None:
+    # `--exclude 'en/'`, as rsync and .gitignore spell a folder, left every file in and
+    # said nothing (a session trying the tool as a new user).
+    tree = tmp_path / "tree"
+    (tree / "en").mkdir(parents=True)
+    (tree / "en" / "a.txt").write_text(f"{LINE}\n")
+    (tree / "b.txt").write_text(f"{LINE}\n")
+    for option, pattern, meant in (("--exclude", "en/", "en"), ("--glob", "./en/*", "en/*")):
+        refused = CliRunner().invoke(main, ["scan", str(tree), option, pattern])
+        assert refused.exit_code == 2 and refused.stdout == ""
+        assert (
+            f"{pattern!r} can match nothing" in refused.stderr
+            and f"({meant!r} may be meant)" in refused.stderr
+        )
+        read = run("fingerprint", str(tree), option, meant)
+        assert read.exit_code == 0 and len(read.stdout.splitlines()) == 1  # one file of the two
+
+
 def test_glob_or_exclude_without_a_directory_and_quiet_with_verbose_are_refused(tmp_path: Path) -> None:
     # Each did nothing without a word (a trial): `scan *.txt --exclude drafts` read the drafts.
     lines = tmp_path / "lines.txt"
