@@ -1168,15 +1168,27 @@ def _parse_record(
         )
     body = record.get(options.text_field)
     if type(body) is not str:
-        if options.text_field not in record:
-            what = "no"
-        elif body is None:
+        if options.text_field not in record:  # a misspelt --text-field: the fields it may mean
+            named = [_short(repr(name)) for name, value in record.items() if type(value) is str]
+            more = ", ..." if len(named) > _NAMED_FIELDS else ""
+            shown = f" (its string fields: {', '.join(named[:_NAMED_FIELDS])}{more})" if named else ""
+            on_problem(Problem(where, "bad-record", f"no {options.text_field!r} field{shown}"))
+            return None
+        if body is None:
             what = "a null"
         else:
             what = f"a non-string ({'int' if isinstance(body, _NumberText) else type(body).__name__})"
         on_problem(Problem(where, "bad-record", f"{what} {options.text_field!r} field"))
         return None
     return Document(_unpaired(doc_id, where, on_problem), _unpaired(body, where, on_problem), raw)
+
+
+#: A record without the text field names this many of its string fields at most.
+_NAMED_FIELDS = 6
+
+
+def _short(name: str, most: int = 40) -> str:
+    return name if len(name) <= most else name[: most - 3] + "..."
 
 
 #: JSON's whitespace (RFC 8259): what may stand around a record, where str.strip()

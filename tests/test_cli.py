@@ -299,7 +299,7 @@ def test_a_bad_jsonl_line_is_named_by_path_and_line(tmp_path: Path) -> None:
     assert result.exit_code == 3
     errors = result.stderr.splitlines()
     assert errors[0].startswith(f"{f}:2: error: not JSON")
-    assert errors[1] == f"{f}:3: error: no 'text' field"
+    assert errors[1] == f"{f}:3: error: no 'text' field (its string fields: 'title')"
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import tracemalloc
 from collections.abc import Callable
@@ -74,6 +75,26 @@ def test_bad_jsonl_lines_are_named_and_skipped(tmp_path: Path) -> None:
         (f"{f}:5", "bad-record"),
     ]
     assert "no 'text' field" in problems[2].message
+
+
+def test_a_record_without_the_text_field_names_the_string_fields_it_has(tmp_path: Path) -> None:
+    # A misspelt --text-field: every record says so, and what it holds says what was meant.
+    long = "x" * 100
+    f = tmp_path / "records.jsonl"
+    f.write_text(
+        json.dumps({"id": "a", "n": 1, "body": "t", long: "v", **{f"f{i}": "s" for i in range(6)}})
+        + "\n"
+        + json.dumps({"id": "b", "n": 2})
+        + "\n"
+        + json.dumps({"n": 3})
+        + "\n"
+    )
+    _, problems = read([str(f)], ReadOptions(text_field="text"))
+    assert [p.message for p in problems] == [
+        f"no 'text' field (its string fields: 'id', 'body', '{long[:36]}..., 'f0', 'f1', 'f2', ...)",
+        "no 'text' field (its string fields: 'id')",
+        "no 'text' field",
+    ]
 
 
 def test_invalid_utf8_is_replaced_reported_and_kept_raw(tmp_path: Path) -> None:
