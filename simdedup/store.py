@@ -15,6 +15,7 @@ import functools
 import importlib.util
 import json
 import os
+import re
 import stat
 import struct
 import tempfile
@@ -33,7 +34,7 @@ from .features import SCRIPT_FOLD
 from .fingerprint import FeatureHasher
 from .index import Layout
 from .settings import FINGERPRINT_SPEC_VERSION, HEAD_SPEC, Settings
-from .sketch import ALIKE_SKETCH_SPECS, SKETCH_SPEC
+from .sketch import ALIKE_SKETCH_SPECS, SKETCH, SKETCH_SPEC
 from .status import (
     IndexCorruptError,
     IndexFileError,
@@ -359,6 +360,10 @@ class StoredIndex:
                 raise ValueError(f"{n} fingerprints but sketches of shape {self.sketches.shape}")
             if self.sketch is None:
                 raise ValueError("sketches of no named kind")
+            if self.sketch == SKETCH_SPEC and self.sketches.shape[1] != SKETCH.nbytes:
+                raise ValueError(
+                    f"sketches of {self.sketches.shape[1]} bytes, where {SKETCH_SPEC}'s are {SKETCH.nbytes}"
+                )
         if (self.heads is None) != (self.headed is None):
             raise ValueError("heads without their flags, or flags without heads")
         if self.heads is not None and self.headed is not None:
@@ -636,7 +641,8 @@ def _read_header(path: str | os.PathLike[str], f: BinaryIO) -> tuple[dict[str, A
         header = json.loads(header_bytes.decode("utf-8"))
         header["format_version"] = version
         specs = _array_specs(header, version)
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+    # SyntaxError: numpy's reading of a dtype such as ",u8" (one bit flipped in "<u8")
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, SyntaxError) as e:
         raise _corrupt(path, f"unreadable header: {e}") from e
     expected = _PREAMBLE.size + header_len + _TRAILER.size
     for _, dtype, shape in specs:
@@ -761,8 +767,12 @@ def _probe_writable(path: str | os.PathLike[str]) -> None:
         os.unlink(tmp)
     except OSError as e:
         raise IndexFileError(f"cannot write index {path}: {path.parent}: {e.strerror or e}") from e
+    # Only this index's own: mkstemp's 8 characters between its name and ".tmp". Any name
+    # that began so was taken, and a run that held another index (crawl.sdx.1 beside
+    # crawl.sdx) or wrote a --summary-json beside it lost the file it was writing.
+    own = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}\.tmp")
     for name in os.listdir(path.parent):
-        if name.startswith(f".{path.name}.") and name.endswith(".tmp"):
+        if own.fullmatch(name):
             with suppress(OSError):
                 (path.parent / name).unlink()
 

@@ -21,7 +21,7 @@ from simdedup.dedup import Deduplicator, Ids
 from simdedup.index import Layout
 from simdedup.read import Document
 from simdedup.settings import FINGERPRINT_SPEC_VERSION, HEAD_TOKENS, Settings
-from simdedup.sketch import SKETCH, SKETCH_SPEC, text_sketches
+from simdedup.sketch import SKETCH, SKETCH_BYTES, SKETCH_SPEC, text_sketches
 from simdedup.status import (
     ExitStatus,
     IndexCorruptError,
@@ -347,15 +347,26 @@ def test_every_truncation_is_detected_and_nothing_is_loaded(small: Path, tmp_pat
             read_index(cut)
 
 
-def test_every_altered_byte_is_detected(small: Path, tmp_path: Path) -> None:
+def test_every_altered_bit_is_detected(small: Path, tmp_path: Path) -> None:
+    # Every bit: "<u8" with one flipped is ",u8", which numpy's dtype() read as Python and
+    # raised SyntaxError: a traceback and exit 1 (a session's review found it).
     data = small.read_bytes()
     altered = tmp_path / "altered.sdx"
     for i in range(len(data)):
-        flipped = bytearray(data)
-        flipped[i] ^= 0x20
-        altered.write_bytes(bytes(flipped))
-        with pytest.raises(IndexFileError):
-            read_index(altered)
+        for bit in range(8):
+            flipped = bytearray(data)
+            flipped[i] ^= 1 << bit
+            altered.write_bytes(bytes(flipped))
+            with pytest.raises(IndexFileError):
+                read_index(altered)
+
+
+def test_sketches_of_another_width_than_their_kind_are_refused(small: Path) -> None:
+    index = make_index([1, 2], ["a", "b"], [0, 0])
+    index.sketches, index.sketched = np.zeros((2, SKETCH_BYTES // 2), np.uint8), np.ones(2, bool)
+    index.sketch = SKETCH_SPEC
+    with pytest.raises(ValueError, match=f"sketches of {SKETCH_BYTES // 2} bytes"):
+        write_index(small, index)
 
 
 def test_an_altered_fingerprint_is_a_checksum_mismatch(small: Path) -> None:
@@ -424,12 +435,20 @@ def test_saving_keeps_the_files_permissions(small: Path) -> None:
     assert small.stat().st_mode & 0o777 == 0o640
 
 
-def test_leftovers_of_killed_saves_are_removed_under_the_lock(small: Path) -> None:
-    stale = small.parent / ".small.sdx.abc123.tmp"
+def test_leftovers_of_killed_saves_are_removed_under_the_lock_and_no_other_file(small: Path) -> None:
+    stale = small.parent / ".small.sdx.abc_12de.tmp"  # as tempfile.mkstemp names a save's file
     stale.write_bytes(b"half")
+    # What other runs write beside it, under other locks: a save of the index
+    # small.sdx.1 and a --summary-json small.sdx.1.summary.json. Both were removed.
+    others = [
+        small.parent / ".small.sdx.1.k2j4x8q0.tmp",
+        small.parent / ".small.sdx.1.summary.json.k2j4x8q0.tmp",
+    ]
+    for other in others:
+        other.write_bytes(b"being written")
     with index_lock(small):
         pass
-    assert not stale.exists()
+    assert not stale.exists() and all(other.exists() for other in others)
 
 
 # ---------------------------------------------------------------- locking
