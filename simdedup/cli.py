@@ -1669,12 +1669,16 @@ def _finish(
     if session is not None:
         try:
             session.save(dd)
-        except KeyboardInterrupt:
-            raise CliError(
-                f"interrupted again while saving {session.path}: it is left as it was before this run, "
-                "so it lacks the documents this run wrote to its outputs",
-                _interrupted(),
-            ) from None
+        except KeyboardInterrupt as e:
+            # Once the new file had its name (store.write_index), the save is done: the run
+            # ends as the first interrupt has it, its outputs kept. It said "left as it
+            # was", and a rerun of the day found its documents duplicates of themselves.
+            if not getattr(e, "index_saved", False):
+                raise CliError(
+                    f"interrupted again while saving {session.path}: it is left as it was before this "
+                    "run, so it lacks the documents this run wrote to its outputs",
+                    _interrupted(),
+                ) from None
     status = exit_status()  # a signal may have come since --summary-json was written
     try:
         _said_at_the_end(summary, dd, messages, interrupted, signalled(), session)

@@ -528,7 +528,6 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
             os.fsync(f.fileno())
         keep_owner_and_mode(tmp, path, mode)
         os.replace(tmp, path)
-        _fsync_directory(directory)
     except BaseException as e:
         with suppress(OSError):
             os.unlink(tmp)
@@ -537,6 +536,17 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
                 f"cannot save index {path}: {e.strerror or e}; the previous index is unchanged"
             ) from e
         raise
+    # Saved: the new file has the name. What comes now is only the directory's fsync, and
+    # neither an interrupt nor an error then means the previous index is still there.
+    try:
+        _fsync_directory(directory)
+    except KeyboardInterrupt as e:
+        e.index_saved = True  # type: ignore[attr-defined]  (the CLI says which it was)
+        raise
+    except OSError as e:
+        raise IndexFileError(
+            f"saved index {path}, but could not sync its directory: {e.strerror or e}"
+        ) from e
 
 
 def _simdedup_version() -> str:

@@ -749,6 +749,12 @@ def pause(point):
         open(os.environ["PAUSED"], "w").close()
         time.sleep(60)
 
+def before(point, f):
+    def wrapped(*args, **kwargs):
+        pause(point)
+        return f(*args, **kwargs)
+    return wrapped
+
 def after(point, f, nth=1):
     calls = [0]
     def wrapped(*args, **kwargs):
@@ -763,26 +769,56 @@ store._readinto_all = after("load", store._readinto_all)
 for cls in (store.Deduplicator, store.VerifyingDeduplicator):
     cls.decide_many = after("scan", cls.decide_many, nth=2)
 store._write_all = after("save", store._write_all, nth=3)
-store._fsync_directory = after("renamed", store._fsync_directory)
+store._fsync_directory = before("syncing", after("renamed", store._fsync_directory))
 sys.exit(main())
 """
 
 
-def killed_at(point: str, index: Path, docs: Path, tmp_path: Path) -> None:
+def paused_at(point: str, args: list[str], tmp_path: Path) -> subprocess.Popen[str]:
+    """simdedup ARGS, started and paused at `point` (PAUSING)."""
     paused = tmp_path / f"paused-{point}"
     env = {**os.environ, "PAUSE_AT": point, "PAUSED": str(paused)}
-    args = ["scan", str(docs), "--index", str(index), "-j", "1", "-q"]
     process = subprocess.Popen(
-        [sys.executable, "-c", PAUSING, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [sys.executable, "-c", PAUSING, *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 30
     while not paused.exists():
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline
         time.sleep(0.02)
+    return process
+
+
+def killed_at(point: str, index: Path, docs: Path, tmp_path: Path) -> None:
+    process = paused_at(point, ["scan", str(docs), "--index", str(index), "-j", "1", "-q"], tmp_path)
     process.send_signal(signal.SIGKILL)
     process.communicate()
     assert process.returncode == -signal.SIGKILL
+
+
+def test_a_second_sigterm_once_the_index_has_its_new_name_keeps_the_save_and_the_summary(
+    index: Path, tmp_path: Path
+) -> None:
+    # It said "interrupted again while saving ...: it is left as it was before this run"
+    # of an index that held the run, and its --summary-json was removed; a rerun of the
+    # day then found its documents duplicates of themselves (a session's review).
+    docs = write_lines(tmp_path / "docs.txt", texts(40, seed=8))
+    summary = tmp_path / "summary.json"
+    args = ["scan", str(docs), "--index", str(index), "-j", "1", "--summary-json", str(summary)]
+    process = paused_at("syncing", args, tmp_path)  # renamed, its directory not yet synced
+    process.send_signal(signal.SIGTERM)  # waited for: every document was decided
+    time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)  # raised at once
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr
+    assert "left as it was" not in stderr and "Traceback" not in stderr
+    assert "interrupted once every document was decided" in stderr
+    assert len(read_index(index)) == 6 + 40
+    assert json.loads(summary.read_text())["documents"] == 40
 
 
 @pytest.mark.parametrize("point", ["load", "scan", "save"])

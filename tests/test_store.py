@@ -17,6 +17,7 @@ from filelock import FileLock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from simdedup import store as store_module
 from simdedup.dedup import Deduplicator, Ids
 from simdedup.index import Layout
 from simdedup.read import Document
@@ -427,6 +428,19 @@ def test_a_failed_save_leaves_the_previous_file_and_no_temporary_file(
         write_index(small, make_index([7], ["x"], [0]))
     assert small.read_bytes() == before
     assert sorted(p.name for p in small.parent.iterdir()) == ["small.sdx"]
+
+
+def test_a_save_whose_directory_fails_to_sync_says_that_the_index_was_saved(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The new file has its name by then: "the previous index is unchanged" was untrue.
+    def failing(directory: Path) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(store_module, "_fsync_directory", failing)
+    with pytest.raises(IndexFileError, match=r"saved index .*small\.sdx, but could not sync its directory"):
+        write_index(small, make_index([7], ["x"], [0]))
+    assert list(read_index(small).ids()) == ["x"]
 
 
 def test_saving_keeps_the_files_permissions(small: Path) -> None:
