@@ -1102,6 +1102,30 @@ def _outputs_planned(kw: dict[str, Any], *first: tuple[str | None, str]) -> list
     return [*first, *named]
 
 
+def _index_files(*paths: str) -> list[tuple[str, str]]:
+    """Each index named and its lock file, as _refuse_stderr_into names them."""
+    return [
+        pair
+        for path in paths
+        for pair in (
+            (path, f"the index {path}"),
+            (lock_path(os.path.realpath(path)), f"the index {path}'s lock file"),
+        )
+    ]
+
+
+def _refuse_stderr_into(files: Iterable[tuple[str, str]]) -> None:
+    """Refuse a stderr that is an index or its lock file (`2>> crawl.sdx`): the run's
+    messages would be written into it and break it (a settings error did, and a merge's
+    warning into an input). The refusal is said nowhere, for the same reason: exit 2
+    says it."""
+    err = _regular(_stat_of(sys.stderr))
+    for path, what in files:
+        if err is not None and _names(path, err):
+            _to_devnull(sys.stderr)
+            raise CliError(f"stderr is {what}: its messages would be written into it")
+
+
 def _refuse_index_in_inputs(sources: Sequence[str], index: str | None, options: ReadOptions) -> None:
     """Refuse an --index that is read as input, before the lock is taken: named as an
     input or its lock file named (`scan crawl/* --index crawl/seen.sdx`), stdin's file,
@@ -1110,6 +1134,7 @@ def _refuse_index_in_inputs(sources: Sequence[str], index: str | None, options: 
     documents, for good."""
     if not index:
         return
+    _refuse_stderr_into(_index_files(index))
     files = (
         (index, f"--index {index}"),
         (lock_path(os.path.realpath(index)), f"--index {index}'s lock file"),
@@ -2442,6 +2467,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
     Example:
       simdedup index info crawl.sdx --json
     """
+    _refuse_stderr_into(_index_files(path))
     header, size = read_header(path)
     stored = read_index(path)
     record = stored.fingerprint
@@ -2553,6 +2579,7 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
     Example:
       simdedup index merge crawl.sdx shard-1.sdx shard-2.sdx
     """
+    _refuse_stderr_into(_index_files(out, *inputs))
     messages = Messages(quiet)
     with index_lock(out, wait), contextlib.ExitStack() as held:
         parts: list[tuple[str, Any]] = []
@@ -2623,6 +2650,7 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
     settings, verify = _settings(kw), _verify(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
     inputs = _sources(sources)
+    _refuse_stderr_into(_index_files(path))
     _refuse_stdout_clash(inputs, ((path, "the index"),), _read_options(dict(kw), inputs))
     stored = read_index(path)
     check_settings(path, stored.fingerprint, settings)

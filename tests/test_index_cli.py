@@ -800,6 +800,29 @@ def killed_at(point: str, index: Path, docs: Path, tmp_path: Path) -> None:
     assert process.returncode == -signal.SIGKILL
 
 
+def test_stderr_appended_to_an_index_is_refused_and_the_index_left_whole(
+    index: Path, day1: Path, tmp_path: Path
+) -> None:
+    # `2>> seen.sdx`: a settings error, or a merge's warning into an input, was written
+    # into the index, which was corrupt from then on (a session's review).
+    before = index.read_bytes()
+    shard = tmp_path / "shard.sdx"
+    shutil.copyfile(index, shard)
+    for args, file in (
+        (["scan", str(day1), "--index", str(index), "--tokenizer", "chars"], index),
+        (["index", "merge", str(tmp_path / "out.sdx"), str(shard), str(shard)], shard),
+        (["index", "query", str(index), str(day1)], index),
+        (["index", "info", str(index)], index),
+    ):
+        with file.open("ab") as stderr:
+            done = subprocess.run(
+                [sys.executable, "-m", "simdedup", *args], stdout=subprocess.DEVNULL, stderr=stderr
+            )
+        assert done.returncode == 2, args
+        assert file.read_bytes() == before, args
+    assert not (tmp_path / "out.sdx").exists()
+
+
 def test_a_second_sigterm_once_the_index_has_its_new_name_keeps_the_save_and_the_summary(
     index: Path, tmp_path: Path
 ) -> None:
