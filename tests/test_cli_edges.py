@@ -1540,6 +1540,19 @@ def test_utf16_without_a_byte_order_mark_is_refused_line_by_line(tmp_path: Path,
     assert run("filter", input=f"{LINE}\n{OTHER}\n".encode()).exit_code == 0
 
 
+def test_a_first_line_like_utf16_refuses_the_whole_file_whatever_follows_it(tmp_path: Path) -> None:
+    # Its first 64 KiB were judged whole, where 20,000 ASCII lines after it thinned out
+    # its NULs: only the first chunk was refused, and filter wrote the 16,298 lines
+    # after it, where stdin's reading refused them all (a session's review).
+    f = tmp_path / "export.txt"
+    f.write_bytes(b"a\x00b\x00\n" + b"".join(b"line %d of text\n" % i for i in range(20_000)))
+    for args in (["filter", "-j1", str(f)], ["filter", "-j2", str(f)], ["filter", "--jsonl", "-j1", str(f)]):
+        refused = subprocess.run([sys.executable, "-m", "simdedup", *args], capture_output=True)
+        assert (refused.returncode, refused.stdout) == (3, b""), args
+        assert b"this looks like UTF-16LE text without a byte-order mark" in refused.stderr
+    assert run("filter", input=f.read_bytes()).stdout == ""
+
+
 def test_gzip_data_on_stdin_or_in_a_file_not_named_gz_is_refused_not_read_as_lines(tmp_path: Path) -> None:
     # Read as lines, it gave thousands of errors, or a `filter` that wrote back a gzip
     # stream with some "duplicate" lines removed: a damaged file (trial).

@@ -452,6 +452,20 @@ def test_a_file_cut_shorter_before_its_stretches_are_cut_is_said_to_have_shrunk(
     assert problem.kind == "shrank" and "(500 of 790 bytes)" in problem.message
 
 
+def test_a_span_of_a_file_rewritten_in_place_since_it_was_cut_is_not_read(tmp_path: Path) -> None:
+    # Truncated and written again (the same inode): the lines counted for its ids were
+    # not the lines read, and two documents got one id (a session's review).
+    f = tmp_path / "f.txt"
+    f.write_bytes(b"".join(b"line %d\n" % i for i in range(100)))
+    with mock.patch.object(read_module, "FIRST_CHUNK_BYTES", 64):
+        spans = [s for s in read_chunks([str(f)], ReadOptions(), size=128) if isinstance(s, Span)]
+    assert [type(SpanReader()(span)) for span in spans] == [Chunk] * len(spans)
+    with f.open("r+b") as rewritten:  # as many bytes, the newlines elsewhere
+        rewritten.write(b"".join(b"%d\n" % i for i in range(200))[: f.stat().st_size])
+    got = SpanReader()(spans[1])
+    assert isinstance(got, Problem) and got.message.startswith("the file changed while it was read: lines")
+
+
 def test_chunks_hold_whole_lines_and_know_their_first_line_number(tmp_path: Path) -> None:
     f = tmp_path / "a.txt"
     f.write_bytes(b"one\ntwo\nthree\nfour")
