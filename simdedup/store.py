@@ -453,6 +453,13 @@ def keep_owner_and_mode(written: str | os.PathLike[str], target: str | os.PathLi
     file away; another user only to a group of theirs): an index or a summary run by
     root's cron for a user stays that user's. A change of owner refused (or a file
     system without owners) is no error."""
+    give_owner(written, target)
+    os.chmod(written, mode)
+
+
+def give_owner(written: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Give `written` the owner and group of `target`, where it exists, as far as this
+    process may (see keep_owner_and_mode)."""
     with suppress(FileNotFoundError):
         st = os.stat(target)
         try:
@@ -460,7 +467,6 @@ def keep_owner_and_mode(written: str | os.PathLike[str], target: str | os.PathLi
         except OSError:
             with suppress(OSError):
                 os.chown(written, -1, st.st_gid)
-    os.chmod(written, mode)
 
 
 def replacing_mode(target: str | os.PathLike[str]) -> int:
@@ -744,7 +750,10 @@ def index_lock(path: str | os.PathLike[str], wait: float = 0.0) -> Iterator[None
     if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a directory: no lock beside it
         raise IndexFileError(f"cannot use index {shown}: not a regular file")
     try:  # filelock would take a lock file it cannot make for one that another run holds
+        made = not os.path.lexists(lock_path(path))
         os.close(os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644))
+        if made:  # root's cron run for a user: the index stays the user's, so must its lock,
+            give_owner(lock_path(path), path)  # which the user's own runs open to write
     except OSError as e:
         # a lock path there already (a directory, a dangling link) is what fails, else the directory
         where = lock_path(shown) if os.path.lexists(lock_path(path)) else directory

@@ -443,6 +443,18 @@ def test_a_save_whose_directory_fails_to_sync_says_that_the_index_was_saved(
     assert list(read_index(small).ids()) == ["x"]
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="gives a file to another user")
+def test_a_lock_made_for_another_users_index_is_that_users(small: Path) -> None:
+    # Root's cron run made a root-owned lock, which the user's own runs could not open
+    # to write: the user's index blocked for the user (a session's review).
+    os.chown(small, 65534, 65534)
+    Path(lock_path(small)).unlink(missing_ok=True)
+    with index_lock(small):
+        pass
+    st = os.stat(lock_path(small))
+    assert (st.st_uid, st.st_gid) == (65534, 65534)
+
+
 def test_saving_keeps_the_files_permissions(small: Path) -> None:
     small.chmod(0o640)
     write_index(small, make_index([7], ["x"], [0]))
