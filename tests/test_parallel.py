@@ -249,6 +249,24 @@ def wait_for_workers(proc: subprocess.Popen[bytes], count: int) -> set[int]:
     raise AssertionError("no workers started")
 
 
+@contextlib.contextmanager
+def fingerprinting_from_a_pipe(
+    data: bytes, stderr: int
+) -> Iterator[tuple[subprocess.Popen[bytes], set[int]]]:
+    """`fingerprint - --jobs 2` given `data` on a pipe held open, once its two workers
+    are there: the run is still going, however fast they are."""
+    with subprocess.Popen(
+        simdedup("fingerprint", "-", "--jobs", "2"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    ) as proc:
+        assert proc.stdin is not None
+        proc.stdin.write(data)
+        proc.stdin.flush()
+        yield proc, wait_for_workers(proc, 2)
+
+
 @pytest.fixture
 def big(tmp_path: Path) -> Path:
     f = tmp_path / "big.txt"
@@ -398,16 +416,8 @@ def test_workers_die_when_the_parent_is_killed(big: Path) -> None:
     # From a pipe the test holds open, so that the workers are still there to be seen:
     # reading a named file of 200,000 lines, a run could end between two looks for them
     # (1 run in 3, once the main process no longer read the file).
-    with subprocess.Popen(
-        simdedup("fingerprint", "-", "--jobs", "2"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    ) as proc:
+    with fingerprinting_from_a_pipe(big.read_bytes(), subprocess.DEVNULL) as (proc, workers):
         assert proc.stdin is not None
-        proc.stdin.write(big.read_bytes())
-        proc.stdin.flush()
-        workers = wait_for_workers(proc, 2)
         proc.kill()
         proc.wait()
         with contextlib.suppress(BrokenPipeError):
@@ -426,17 +436,9 @@ def test_a_worker_that_dies_is_an_error_not_a_traceback_or_a_hang(big: Path) -> 
     # communicate() ends the input: it flushes and closes stdin, ignoring a broken pipe
     # (a stdin closed here made it fail, "flush of closed file", whenever the write went
     # through before the run noticed the death).
-    with subprocess.Popen(
-        simdedup("fingerprint", "-", "--jobs", "2"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    ) as proc:
+    data = big.read_bytes()
+    with fingerprinting_from_a_pipe(data, subprocess.PIPE) as (proc, workers):
         assert proc.stdin is not None
-        data = big.read_bytes()
-        proc.stdin.write(data)
-        proc.stdin.flush()
-        workers = wait_for_workers(proc, 2)
         os.kill(min(workers), signal.SIGKILL)
         with contextlib.suppress(BrokenPipeError):  # it may stop reading at once
             proc.stdin.write(data)
