@@ -1102,14 +1102,14 @@ def _outputs_planned(kw: dict[str, Any], *first: tuple[str | None, str]) -> list
     return [*first, *named]
 
 
-def _index_files(*paths: str) -> list[tuple[str, str]]:
-    """Each index named and its lock file, as _refuse_stderr_into names them."""
+def _index_files(*paths: str, called: str = "the index") -> list[tuple[str, str]]:
+    """Each index named and its lock file, with how messages name them."""
     return [
         pair
         for path in paths
         for pair in (
-            (path, f"the index {path}"),
-            (lock_path(os.path.realpath(path)), f"the index {path}'s lock file"),
+            (path, f"{called} {path}"),
+            (lock_path(os.path.realpath(path)), f"{called} {path}'s lock file"),
         )
     ]
 
@@ -1134,11 +1134,8 @@ def _refuse_index_in_inputs(sources: Sequence[str], index: str | None, options: 
     documents, for good."""
     if not index:
         return
-    _refuse_stderr_into(_index_files(index))
-    files = (
-        (index, f"--index {index}"),
-        (lock_path(os.path.realpath(index)), f"--index {index}'s lock file"),
-    )
+    files = _index_files(index, called="--index")
+    _refuse_stderr_into(files)
     stdin = _stdin_file(sources)
     for source in sources:
         for path, what in files:

@@ -297,15 +297,8 @@ class OnePermutation:
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Estimated Jaccard of each row pair of two (m, nbytes) arrays (1.0 for two empty documents)."""
         a, b = _words(a), _words(b)
-        lanes = _LANES[self.bits]  # the lowest bit of every code
-        nonzero_a, nonzero_b, equal = a, b, ~(a ^ b)
-        for i in range(1, self.bits):  # fold each code's bits onto its lowest bit
-            shift = np.uint64(i)
-            nonzero_a = nonzero_a | (a >> shift)
-            nonzero_b = nonzero_b | (b >> shift)
-            equal = equal & (~(a ^ b) >> shift)
-        nonzero_a &= lanes
-        nonzero_b &= lanes
+        nonzero_a, nonzero_b = _occupied(a, self.bits), _occupied(b, self.bits)
+        equal = ~_occupied(a ^ b, self.bits)  # on the lanes: codes that agree
         agree, both, either = (
             np.bitwise_count(x).sum(axis=1, dtype=np.int64)
             for x in (equal & nonzero_a, nonzero_a & nonzero_b, nonzero_a | nonzero_b)
@@ -320,11 +313,8 @@ class OnePermutation:
         """How many bins hold a shingle in either sketch, for each row pair of two (m,
         nbytes) arrays (int64): the union that similarity() divides by, about the
         number of distinct shingles of the two when that is well under `bins`."""
-        union = _words(a) | _words(b)
-        either = union
-        for i in range(1, self.bits):  # fold each code's bits onto its lowest bit
-            either = either | (union >> np.uint64(i))
-        return np.bitwise_count(either & _LANES[self.bits]).sum(axis=1, dtype=np.int64)
+        either = _occupied(_words(a) | _words(b), self.bits)
+        return np.bitwise_count(either).sum(axis=1, dtype=np.int64)
 
     def pair_similarity(
         self, a: np.ndarray, a_rows: np.ndarray, b: np.ndarray, b_rows: np.ndarray, at_least: float = 0.0
@@ -373,6 +363,15 @@ def by_row_group(rows: np.ndarray) -> np.ndarray:
 
 #: The lowest bit of every 2-, 4- or 8-bit code in a 64-bit word.
 _LANES = {bits: np.uint64(sum(1 << i for i in range(0, 64, bits))) for bits in (2, 4, 8)}
+
+
+def _occupied(words: np.ndarray, bits: int) -> np.ndarray:
+    """The lowest bit of every `bits`-bit code of `words` that is not 0, alone: each
+    code's bits folded onto it."""
+    folded = words
+    for i in range(1, bits):
+        folded = folded | (words >> np.uint64(i))
+    return folded & _LANES[bits]
 
 
 def _words(sketches: np.ndarray) -> np.ndarray:
