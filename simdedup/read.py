@@ -73,6 +73,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "jsonl-member": ("warning", False),
     "utf16": ("error", True),
     "utf32": ("error", True),
+    "binary-lines": ("error", True),
     "gzip": ("error", True),
     "compressed": ("error", True),
     "output": ("warning", True),
@@ -1091,7 +1092,9 @@ def _not_text(start: bytes, name: str) -> Problem | None:
     """Why a stream read line by line that starts with `start` is refused, or None:
     compressed data there (on stdin, or in a file not named for its format) would be read
     as lines of binary, and `filter` would write back a damaged stream; UTF-16 or UTF-32
-    text as lines of NUL-split garbage (their newlines are two or four bytes). A
+    text as lines of NUL-split garbage (their newlines are two or four bytes); any other
+    first line with a NUL byte, binary data (a program, an archive, an image), as lines
+    of invalid UTF-8, which `filter` would copy through. A
     format's magic number is looked for first: the first line of gzip data whose header
     holds a newline byte (its mtime) is a few bytes that look like UTF-16 to the guess."""
     for codec in CODECS:
@@ -1111,6 +1114,9 @@ def _not_text(start: bytes, name: str) -> Problem | None:
             f"line: convert it to UTF-8 (iconv -f {unmarked} -t UTF-8)"
         )
         return Problem(name, "utf16", message)
+    if b"\0" in start:
+        message = "its first line holds NUL bytes: binary data is not read as lines of text"
+        return Problem(name, "binary-lines", message)
     return None
 
 

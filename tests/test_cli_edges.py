@@ -1553,6 +1553,24 @@ def test_a_first_line_like_utf16_refuses_the_whole_file_whatever_follows_it(tmp_
     assert run("filter", input=f.read_bytes()).stdout == ""
 
 
+def test_a_binary_file_named_or_piped_is_refused_not_read_as_lines(tmp_path: Path) -> None:
+    # A program or an archive named as a file was read as lines of invalid UTF-8, one
+    # error each, and `filter` copied them through (a directory skips such files).
+    program = tmp_path / "tool.bin"
+    program.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x03\x00>\x00\n\xff\xfe" + b"text line\n" * 50)
+    said = "error: its first line holds NUL bytes: binary data is not read as lines of text"
+    for jobs in ("1", "2"):
+        for args, data in [(["filter", str(program)], b""), (["filter"], program.read_bytes())]:
+            refused = run(*args, "-j", jobs, input=data)
+            assert (refused.exit_code, refused.stdout) == (3, ""), refused.stderr
+            assert said in refused.stderr and "invalid UTF-8" not in refused.stderr
+        printed = subprocess.run(
+            [sys.executable, "-m", "simdedup", "fingerprint", "-j", jobs, str(program)], capture_output=True
+        )
+        assert (printed.returncode, printed.stdout) == (3, b"")
+        assert f"{program}: {said}".encode() in printed.stderr
+
+
 def test_gzip_data_on_stdin_or_in_a_file_not_named_gz_is_refused_not_read_as_lines(tmp_path: Path) -> None:
     # Read as lines, it gave thousands of errors, or a `filter` that wrote back a gzip
     # stream with some "duplicate" lines removed: a damaged file (trial).
