@@ -210,6 +210,45 @@ static PyObject *key_hashes(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static void radix_sort(int64_t *a, int64_t n, int64_t *scratch);
+
+/* top_order(hashes, top, order): the places 0 .. n - 1 of uint64 hashes ordered by their
+ * top `top` (< 32) bits, equal tops in place order: radix_sort of (top bits << 32 | place).
+ * A run of 2 ** p buckets, p <= top, then finds its queries grouped by bucket, which is
+ * all that search_run asks of them. numpy's stable argsort of the whole hashes (a timsort)
+ * was an eighth of deciding a batch of 4,096. */
+static PyObject *top_order(PyObject *self, PyObject *args) {
+    PyObject *h, *o;
+    int top;
+    if (!PyArg_ParseTuple(args, "OiO", &h, &top, &o))
+        return NULL;
+    Views v = {.n = 0};
+    Py_ssize_t n = items_of(h, 8);
+    const uint64_t *hashes = buffer_of(&v, h, n, 8, 0, "hashes");
+    int64_t *order = hashes ? buffer_of(&v, o, n, 8, 1, "order") : NULL;
+    if (order && (top < 0 || top > 31 || n >= (1LL << 32))) {
+        PyErr_SetString(PyExc_ValueError, "0 <= top < 32, under 2 ** 32 places");
+        order = NULL;
+    }
+    int64_t *scratch = order ? malloc(sizeof(int64_t) * (n ? n : 1)) : NULL;
+    if (!scratch) {
+        if (order)
+            PyErr_NoMemory();
+        views_release(&v);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        order[i] = (top ? (int64_t)(hashes[i] >> (64 - top)) << 32 : 0) | i;
+    radix_sort(order, n, scratch);
+    for (Py_ssize_t i = 0; i < n; i++)
+        order[i] &= 0xFFFFFFFF;
+    Py_END_ALLOW_THREADS
+    free(scratch);
+    views_release(&v);
+    Py_RETURN_NONE;
+}
+
 static PyObject *build_table(PyObject *self, PyObject *args) {
     PyObject *b, *o, *f;
     if (!PyArg_ParseTuple(args, "OOO", &b, &o, &f))
@@ -1010,6 +1049,7 @@ static PyMethodDef methods[] = {
     {"kinds", kinds, METH_NOARGS, "kinds(): the kinds of loops this CPU runs, fastest first"},
     {"in_use", in_use, METH_NOARGS, "in_use(): the kind of loops in use"},
     {"key_hashes", key_hashes, METH_VARARGS, "key_hashes(words, starts, masks, mix, p, out)"},
+    {"top_order", top_order, METH_VARARGS, "top_order(hashes, top, order)"},
     {"build_table", build_table, METH_VARARGS, "build_table(buckets, order, offsets)"},
     {"search_run", search_run, METH_VARARGS, "search_run(order, offsets, start, p, hashes, by_hash, words, queries, k, rules, t_lo, t_hi, hot_ids, hot_tables, hot_at, hot_words, least, tables, m)"},
     {"hot_copies", hot_copies, METH_VARARGS, "hot_copies(order, offsets, start, words, least, tables)"},

@@ -36,14 +36,18 @@ def table_buckets(words, starts, masks, mix, p):  # type: ignore[no-untyped-def]
     return out
 
 
-def keys_in_order(words, starts, masks, mix):  # type: ignore[no-untyped-def]
+def keys_in_order(words, starts, masks, mix, top=31):  # type: ignore[no-untyped-def]
     """(hashes, order): each 64-bit fingerprint's key hash in a table (as
-    index.Layout.key_hash gives it) and the fingerprints' places sorted by it. A run's
-    bucket is a hash's top bits, so this order puts the queries in bucket order in every
-    run: search_run sorts once a table instead of once a table and run."""
+    index.Layout.key_hash gives it) and the fingerprints' places ordered by the top
+    `top` (< 32) bits of it, equal tops in place order. A run's bucket is a hash's top p
+    bits (p < 32: its rows are numbered in 32 bits), so with `top` at least every run's p
+    this order groups the queries by bucket in every run: search_run sorts once a table
+    instead of once a table and run."""
     hashes = np.empty(len(words), np.uint64)
+    order = np.empty(len(words), np.int64)
     _indexcore.key_hashes(_c(words, _U64), _c(starts, _U64), _c(masks, _U64), _c(mix, _U64), -1, hashes)
-    return hashes, np.argsort(hashes, kind="stable")
+    _indexcore.top_order(hashes, top, order)
+    return hashes, order
 
 
 def build_table(buckets, order, offsets):  # type: ignore[no-untyped-def]

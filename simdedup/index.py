@@ -260,16 +260,16 @@ class Layout:
             len(self.keys), len(words)
         )
 
-    def keys_in_order(self, words: np.ndarray, tables: range) -> tuple[np.ndarray, np.ndarray]:
+    def keys_in_order(self, words: np.ndarray, tables: range, top: int = 31) -> tuple[np.ndarray, np.ndarray]:
         """(hashes, by_hash), each (tables, n): key_hashes of 64-bit fingerprints and, per
-        table, their places sorted by it (compiled.keys_in_order), for the tables in
-        `tables` only; the other rows are zeros."""
+        table, their places ordered by the top `top` bits of it (compiled.keys_in_order),
+        for the tables in `tables` only; the other rows are zeros."""
         from .compiled import keys_in_order
 
         hashes = np.zeros((len(self.keys), len(words)), np.uint64)
         by_hash = np.zeros((len(self.keys), len(words)), np.int64)
         for t in tables:
-            hashes[t], by_hash[t] = keys_in_order(words[:, 0], *self.compiled_keys[t], _MIX_WORDS)
+            hashes[t], by_hash[t] = keys_in_order(words[:, 0], *self.compiled_keys[t], _MIX_WORDS, top)
         return hashes, by_hash
 
 
@@ -664,9 +664,11 @@ class BlockIndex:
     ) -> Iterable[tuple[np.ndarray, ...]]:
         """The pairs of every run, of `tables` only; with `buffer`, the buffer's too."""
         # Every table's keys are hashed once for all runs; compiled, only those of
-        # `tables`, with the queries sorted by them.
+        # `tables`, with the queries ordered by as many of their top bits as the largest
+        # run has buckets.
         if self._runs and self.compiled:
-            hashes, by_hash = self.layout.keys_in_order(queries, tables)
+            top = max(run.p for run in self._runs)
+            hashes, by_hash = self.layout.keys_in_order(queries, tables, top)
         elif self._runs:
             hashes, by_hash = self.layout.key_hashes(queries), None
         for run in self._runs:

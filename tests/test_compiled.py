@@ -115,16 +115,23 @@ def test_a_search_split_over_tables_finds_each_pair_of_the_whole_once(
 
 
 @settings(max_examples=60, deadline=None)
-@given(fps=clustered(), k=st.integers(0, 16), lo=st.integers(0, 30), width=st.integers(0, 30))
-def test_keys_in_order_are_each_tables_key_hashes_and_the_order_they_sort_in(
-    fps: list[int], k: int, lo: int, width: int
+@given(
+    fps=clustered(),
+    k=st.integers(0, 16),
+    lo=st.integers(0, 30),
+    width=st.integers(0, 30),
+    top=st.sampled_from([0, 1, 3, 8, 9, 16, 17, 24, 31]),
+)
+def test_keys_in_order_are_each_tables_key_hashes_and_the_order_of_their_top_bits(
+    fps: list[int], k: int, lo: int, width: int, top: int
 ) -> None:
-    # search_run takes every run's buckets as the top bits of these hashes, in this order
+    # search_run takes every run's buckets as the top p <= `top` bits of these hashes,
+    # grouped in this order
     layout = Layout.for_(64, k)
     words = np.array(fps, np.uint64).reshape(-1, 1)
     n_tables = len(layout.keys)
     tables = range(min(lo, n_tables), min(lo + width, n_tables))
-    hashes, by_hash = layout.keys_in_order(words, tables)
+    hashes, by_hash = layout.keys_in_order(words, tables, top)
     expected = layout.key_hashes(words)
     for t in range(n_tables):
         if t not in tables:  # another thread's part of the tables: left alone
@@ -132,8 +139,8 @@ def test_keys_in_order_are_each_tables_key_hashes_and_the_order_they_sort_in(
             continue
         assert np.array_equal(hashes[t], expected[t])
         assert np.array_equal(np.sort(by_hash[t]), np.arange(len(fps)))
-        in_order = hashes[t][by_hash[t]]
-        assert np.all(in_order[1:] >= in_order[:-1])
+        tops = hashes[t] >> np.uint64(64 - top) if top else np.zeros(len(fps), np.uint64)
+        assert np.array_equal(by_hash[t], np.argsort(tops, kind="stable"))
 
 
 def hot_and_random(seed: int, n: int) -> np.ndarray:
