@@ -1443,6 +1443,10 @@ def _decisions(
         while len(deciding) > keep:
             decisions = deciding[0].result()  # interrupted here, the batch stays queued
             while given < len(decisions):
+                # A signal from here on is held until the caller has written this one
+                # (_Writing): raised between the count and the yield, it lost the
+                # decision from every output, though the index kept it (a review).
+                _WRITING.now = True
                 given += 1
                 if out is not None:
                     out.count, out.last = out.count + 1, decisions[given - 1]
@@ -1455,7 +1459,11 @@ def _decisions(
     with contextlib.closing(made), ThreadPoolExecutor(1, thread_name_prefix="decide") as decider:
         try:
             for batch, *results in made:
+                # Held until the batch is queued: raised in between, it was decided into
+                # the index (and saved) but handed to no output (a review).
+                _WRITING.now = True
                 deciding.append(decider.submit(dd.decide_many, batch, *results))
+                _WRITING.done()
                 yield from handed(keep=0 if idle is not None and idle() else 1)
             yield from handed()
         except KeyboardInterrupt:
