@@ -689,6 +689,24 @@ def test_weights_that_are_not_finite_or_overflow_are_errors_not_a_crash(tmp_path
     ]
 
 
+def test_large_weights_of_several_records_in_one_batch_are_each_records_own(tmp_path: Path) -> None:
+    # Two records of 1e308, each fine alone, overflowed the batch's sum: a traceback
+    # and exit 1, nothing decided (a session's review).
+    f = tmp_path / "vectors.jsonl"
+    f.write_text('{"id": "a", "features": {"x": 1e308}}\n{"id": "b", "features": {"y": 1e308}}\n')
+    alone = [
+        run("fingerprint", "--features-field", "features", "--jsonl", input=line + "\n")
+        for line in f.read_text().splitlines()
+    ]
+    for args in (["fingerprint"], ["filter", "-q"], ["scan", "-q", "--unique", "-"]):
+        result = run(*args, str(f), "--features-field", "features")
+        assert (result.exit_code, result.stderr) == (0, ""), args
+    together = run("fingerprint", str(f), "--features-field", "features", "--format", "tsv")
+    assert [line.split("\t")[0] for line in together.stdout.splitlines()] == [
+        r.stdout.split("\t")[0] for r in alone
+    ]
+
+
 def test_links_that_point_at_each_other_are_named_a_loop(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text(LINE)
     (tmp_path / "loop1").symlink_to("loop2")
