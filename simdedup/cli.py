@@ -442,6 +442,8 @@ class _Inert:
     rows are laid out with them. Redirected, stdout gets every byte as it is."""
 
     _ESCAPES = {c: e for c, e in _CONTROL_ESCAPES.items() if c not in (ord("\t"), ord("\n"))}
+    #: What report.RecordWriter escapes in a CSV field written here: tabs and newlines too.
+    field_escapes = _CONTROL_ESCAPES
 
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream = stream
@@ -1295,9 +1297,15 @@ def _warn_if_format_unused(kw: dict[str, Any], outputs: Outputs, messages: Messa
     """`scan --format` given while another output writes to stdout, where it does not
     make that output's records: nothing it asks for is written."""
     owner, fmt = outputs.stdout_owner, kw["fmt"]
-    if fmt and owner and (owner == "--unique" or fmt == "table"):
+    if fmt and owner == "--unique":
         messages.warn(
             f"--format {fmt}", f"it formats the group listing, which is not printed: {owner} writes to stdout"
+        )
+    elif fmt == "table" and owner:  # csv, tsv and jsonl make those records
+        messages.warn(
+            f"--format {fmt}",
+            f"a table is for the group listing, which is not printed: {owner} writes its records to stdout"
+            " as JSONL (--format csv or tsv for those)",
         )
 
 
@@ -1798,7 +1806,8 @@ def main() -> None:
     "--format",
     "fmt",
     type=click.Choice(["table", "tsv", "jsonl", "csv"]),
-    help=f"Duplicate groups on stdout: a table on a terminal (up to {TABLE_ROWS:,} rows), tsv otherwise.",
+    help=f"Duplicate groups on stdout: a table on a terminal (up to {TABLE_ROWS:,} rows), tsv otherwise."
+    " Also the records of --report - and --duplicates - (csv, tsv, jsonl; default jsonl).",
 )
 @click.option("--unique", metavar="FILE", help="Write unique documents in their input form ('-': stdout).")
 @click.option(
@@ -1806,7 +1815,11 @@ def main() -> None:
     metavar="FILE",
     help="Write one record per duplicate: JSONL, or CSV/TSV by name ('-': stdout).",
 )
-@click.option("--report", metavar="FILE", help="Write one JSONL record per document, in input order.")
+@click.option(
+    "--report",
+    metavar="FILE",
+    help="Write one record per document, in input order: JSONL, or CSV/TSV by name ('-': stdout).",
+)
 @click.option("--summary-json", metavar="FILE", help="Write the run's counts as JSON (for cron).")
 @click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any duplicate is found.")
 @click.option("--drop-empty", is_flag=True, help="Leave empty documents out of --unique.")
@@ -1876,7 +1889,11 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
 @input_options
 @fingerprint_options
 @click.option("--duplicates", metavar="FILE", help="Also write one record per duplicate (JSONL, CSV, TSV).")
-@click.option("--report", metavar="FILE", help="Write one JSONL record per document, in input order.")
+@click.option(
+    "--report",
+    metavar="FILE",
+    help="Write one record per document, in input order: JSONL, or CSV/TSV by name.",
+)
 @click.option("--summary-json", metavar="FILE", help="Write the run's counts as JSON.")
 @click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any duplicate is found.")
 @click.option("--drop-empty", is_flag=True, help="Leave empty documents out.")
@@ -2231,9 +2248,13 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     hasher = FeatureHasher(settings.bits, settings.seed)
     (fa, fb), sketches, (ha, hb) = fingerprints_and_sketches([doc.text for doc in docs], settings, hasher)
     names = [d.id for d in docs]
+    # On a terminal, a name's newline or tab escaped too (_Inert keeps them): a file name
+    # holding one split its line there (a review). Redirected, every byte as it is.
+    shown_names = [_one_line(name) if _isatty(sys.stdout) else name for name in names]
     if fa is None or fb is None:  # an empty document is near nothing: exit 1, said as such
         empty = [name for name, fp in zip(names, (fa, fb)) if fp is None]
-        why = f"{' and '.join(empty)}: no features (empty, or only whitespace, punctuation and symbols)"
+        named = " and ".join(shown for shown, fp in zip(shown_names, (fa, fb)) if fp is None)
+        why = f"{named}: no features (empty, or only whitespace, punctuation and symbols)"
         if as_json:
             sides = {
                 side: {
@@ -2255,7 +2276,9 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     candidate = d <= settings.distance or (head_d is not None and head_d <= settings.distance)
     near = candidate and (verify is None or (jaccard >= verify and not few))
     # The index's blocks: two documents are candidates when they agree on a whole key.
-    index_blocks, per_key = index_layout(settings.bits, settings.distance)
+    # From k = 7 none: every query is compared with every stored row (--json said 8).
+    brute_force = Layout.for_(settings.bits, settings.distance).brute_force
+    index_blocks, per_key = ([], 0) if brute_force else index_layout(settings.bits, settings.distance)
     agree = [i + 1 for i, (start, w) in enumerate(index_blocks) if ((fa ^ fb) >> start) & ((1 << w) - 1) == 0]
 
     def only(mine: dict[str, float], theirs: dict[str, float]) -> list[tuple[str, float]]:
@@ -2317,8 +2340,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             if head_d <= settings.distance < d:  # the pair rests on the heads
                 heads += f"; scan skips a head near more than {HEAD_CROWD} kept ones (boilerplate)"
         lines = [
-            f"a           {result['a']['fingerprint']}  {names[0]} ({len(features[0])} features)",
-            f"b           {result['b']['fingerprint']}  {names[1]} ({len(features[1])} features)",
+            f"a           {result['a']['fingerprint']}  {shown_names[0]} ({len(features[0])} features)",
+            f"b           {result['b']['fingerprint']}  {shown_names[1]} ({len(features[1])} features)",
             f"distance    {d} of {settings.bits} bits (k = {settings.distance}): "
             + ("within k" if d <= settings.distance else "beyond k"),
             f"heads       {heads} (fingerprints of {HEAD_SPEC})",
@@ -2327,7 +2350,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             "blocks      "
             + (
                 f"none used: at k = {settings.distance} every kept document is compared"
-                if Layout.for_(settings.bits, settings.distance).brute_force
+                if brute_force
                 else f"{blocks} of the index's {len(index_blocks)} agree (its tables key on "
                 + ("pairs of them)" if per_key == 2 else "one each)")
             ),

@@ -1184,7 +1184,10 @@ def _parse_record(
             on_problem(Problem(where, "bad-record", f"{options.features_field!r}: {features}"))
             return None
         return Document(
-            _unpaired(doc_id, where, on_problem), "", raw, _unpaired_names(features, where, on_problem)
+            _unpaired(doc_id, where, on_problem, "the id"),
+            "",
+            raw,
+            _unpaired_names(features, where, on_problem),
         )
     body = record.get(options.text_field)
     if type(body) is not str:
@@ -1200,7 +1203,11 @@ def _parse_record(
             what = f"a non-string ({'int' if isinstance(body, _NumberText) else type(body).__name__})"
         on_problem(Problem(where, "bad-record", f"{what} {options.text_field!r} field"))
         return None
-    return Document(_unpaired(doc_id, where, on_problem), _unpaired(body, where, on_problem), raw)
+    return Document(
+        _unpaired(doc_id, where, on_problem, "the id"),
+        _unpaired(body, where, on_problem, repr(options.text_field)),
+        raw,
+    )
 
 
 #: A record without the text field names this many of its string fields at most.
@@ -1264,19 +1271,21 @@ def load_json(text: str, numbers_as_written: bool = False) -> Any:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _unpaired(text: str, where: str, on_problem: OnProblem) -> str:
+def _unpaired(text: str, where: str, on_problem: OnProblem, field: str) -> str:
     """A JSON string with an unpaired surrogate escape ("\\udcff") made valid text the
-    way invalid UTF-8 is: replaced by U+FFFD, and reported. No UTF-8 can encode it."""
+    way invalid UTF-8 is: replaced by U+FFFD, and reported, naming the `field` it is in
+    (the id's and the text's were said alike). No UTF-8 can encode it."""
     if text.isascii():
         return text
     found = _SURROGATE.search(text)
     if found is None:
         return text
+    at = found.start() + 1
     on_problem(
         Problem(
             where,
             "invalid-utf8",
-            f"unpaired surrogate \\u{ord(found[0]):04x} at character {found.start() + 1}, replaced",
+            f"unpaired surrogate \\u{ord(found[0]):04x} in {field} at character {at}, replaced",
         )
     )
     return _SURROGATE.sub("\ufffd", text)
@@ -1288,7 +1297,7 @@ def _unpaired_names(features: dict[str, float], where: str, on_problem: OnProble
     bad = next((name for name in features if not name.isascii() and _SURROGATE.search(name)), None)
     if bad is None:
         return features
-    _unpaired(bad, where, on_problem)
+    _unpaired(bad, where, on_problem, "a feature's name")
     named: dict[str, float] = {}
     for name, weight in features.items():
         name = _SURROGATE.sub("\ufffd", name)

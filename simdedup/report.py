@@ -91,6 +91,9 @@ class RecordWriter:
         if fmt not in ("jsonl", *TABULAR):
             raise ValueError(f"unknown record format {fmt!r}")
         self.stream, self.fmt, self.columns = stream, fmt, columns
+        # A stream that shows what it is given (stdout on a terminal) names the escapes
+        # its CSV fields take first, so that a newline in an id cannot split a row there.
+        self._escapes = getattr(stream, "field_escapes", None)
         if fmt in TABULAR:
             self._write_row(columns)
 
@@ -101,6 +104,8 @@ class RecordWriter:
             # csv quotes a field holding a character of its line terminator: with "\r\n",
             # a lone CR is quoted too (with "\n" it was not, and the row broke there).
             buf = io.StringIO()
+            if self._escapes is not None:
+                values = tuple(v.translate(self._escapes) if isinstance(v, str) else v for v in values)
             csv.writer(buf, lineterminator="\r\n").writerow(["" if v is None else v for v in values])
             line = buf.getvalue()[:-2] + "\n"
         self.stream.write(line.encode("utf-8"))

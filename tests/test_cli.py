@@ -158,14 +158,16 @@ def test_records_on_stdout_take_the_format_asked_for_and_an_unused_format_is_war
     assert (
         json.loads(run("scan", str(lines), "--duplicates", "-").stdout.splitlines()[0])["id"] == f"{lines}:3"
     )
-    for args, owner in (
-        (["--unique", "-", "--format", "csv"], "--unique"),
-        (["--report", "-", "--format", "table"], "--report"),
-    ):
-        result = run("scan", str(lines), *args)
-        assert result.exit_code == 0
-        said = f"--format {args[-1]}: warning: it formats the group listing, which is not printed"
-        assert f"{said}: {owner} writes to stdout" in result.stderr
+    unused = run("scan", str(lines), "--unique", "-", "--format", "csv")
+    assert unused.exit_code == 0
+    said = "--format csv: warning: it formats the group listing, which is not printed"
+    assert f"{said}: --unique writes to stdout" in unused.stderr
+    # A table is no record format: --report - writes JSONL, which csv and tsv would make
+    # another (the warning said only that --format formats the listing, a review).
+    table = run("scan", str(lines), "--report", "-", "--format", "table")
+    assert table.exit_code == 0 and json.loads(table.stdout.splitlines()[0])["id"] == f"{lines}:1"
+    said = "--format table: warning: a table is for the group listing, which is not printed"
+    assert f"{said}: --report writes its records to stdout as JSONL (--format csv or tsv" in table.stderr
 
 
 def test_unique_writes_lines_in_their_input_form(lines: Path, tmp_path: Path) -> None:
@@ -597,6 +599,17 @@ def test_compare_far_documents_exits_1_with_json() -> None:
     assert report["near"] is False and report["distance"] > 3
     assert report["similarity"] == pytest.approx(1 - report["distance"] / 64)
     assert report["verify"] == 0.8 and report["jaccard"] < 0.1
+
+
+def test_compare_json_names_the_blocks_of_the_index_it_describes() -> None:
+    # From k = 7 the index compares every query with every stored row: the text said
+    # so, and --json described 8 blocks of a layout not used (a session's review).
+    for k, blocks, per_key in [(3, 5, 2), (4, 6, 2), (7, 0, 0)]:
+        text = run("compare", "--text", EN, "--text", EN_EDITED, "-k", str(k)).stdout
+        report = json.loads(run("compare", "--text", EN, "--text", EN_EDITED, "-k", str(k), "--json").stdout)
+        assert (report["blocks"], report["blocks_per_key"]) == (blocks, per_key), k
+        assert len(report["blocks_agreeing"]) <= blocks
+        assert ("none used" in text) is (blocks == 0)
 
 
 def test_compare_verdict_needs_the_jaccard_unless_no_verify() -> None:

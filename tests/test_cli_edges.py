@@ -668,6 +668,32 @@ def test_results_on_a_terminal_show_ids_inert_and_redirected_keep_them(
         assert run("scan", str(lines), "-q", "--unique", "-").stdout == lines.read_text()
 
 
+def test_a_newline_or_tab_in_a_name_splits_no_csv_row_on_a_terminal_nor_a_compare_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On a terminal, CSV's quoted fields and compare's names showed them raw, and a row
+    # or a line split there; a CR was escaped, but the field quoted as if it were not
+    # (a session's review).
+    records = tmp_path / "e.jsonl"
+    ids = ["b\nnew", "c\ttab", "cr\rhere"]
+    records.write_text("".join(json.dumps({"id": i, "text": LINE}) + "\n" for i in ids))
+    odd = tmp_path / "b\nnewline.txt"
+    odd.write_text(LINE)
+    monkeypatch.setattr(cli_module, "_isatty", lambda stream: True)
+    listing = run("scan", str(records), "--format", "csv", "-q").stdout.splitlines()
+    assert listing[1:] == [
+        f"1,kept,b\\nnew,0,{listing[1].split(',')[-1]}",
+        f"1,duplicate,c\\ttab,0,{listing[1].split(',')[-1]}",
+        f"1,duplicate,cr\\rhere,0,{listing[1].split(',')[-1]}",
+    ]
+    compared = run("compare", str(odd), "--text", LINE).stdout.splitlines()
+    assert f"  {tmp_path}/b\\nnewline.txt (" in compared[0]
+    assert compared[1].startswith("b ") and compared[2].startswith("distance ")
+    monkeypatch.setattr(cli_module, "_isatty", lambda stream: False)
+    redirected = run("scan", str(records), "--format", "csv", "-q").stdout
+    assert [row[2] for row in csv.reader(io.StringIO(redirected))][1:] == ids  # every byte, quoted
+
+
 # ---------------------------------------------------------------- given weights
 
 

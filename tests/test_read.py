@@ -114,7 +114,9 @@ def test_an_unpaired_surrogate_escape_in_json_is_replaced_and_reported(tmp_path:
     docs, problems = read([str(f)], ReadOptions(jsonl=True))
     assert [(d.id, d.text) for d in docs] == [("a\ufffd", "一二\ufffd"), (f"{f}:2", "\U0001f600 ok")]
     assert [(p.where, p.kind) for p in problems] == [(f"{f}:1", "invalid-utf8")] * 2
-    assert "unpaired surrogate \\udcff at character 3" in problems[1].message
+    # each names the field it is in: the id's and the text's were said alike (a review)
+    assert "unpaired surrogate \\ud800 in the id at character 2" in problems[0].message
+    assert "unpaired surrogate \\udcff in 'text' at character 3" in problems[1].message
 
 
 def test_unpaired_surrogates_in_a_features_records_id_and_names_are_replaced_too(tmp_path: Path) -> None:
