@@ -61,6 +61,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "missing": ("error", True),
     "unreadable": ("error", True),
     "empty-file": ("error", False),
+    "empty-dir": ("error", False),
     "bad-json": ("error", True),
     "bad-record": ("error", True),
     "invalid-utf8": ("error", False),
@@ -1379,7 +1380,7 @@ def _walk(
         """The files in `directory` (whose path relative to `top` is rel_prefix: empty
         for top itself, else ending in a separator) as paths, and each folder in it as
         the (directory, rel_prefix, ancestors) to visit next, in name order."""
-        nonlocal passed_over
+        nonlocal passed_over, entries_seen
         try:
             st = os.stat(directory)
             entries, errors = _listing(directory)
@@ -1398,8 +1399,10 @@ def _walk(
         seen.add(key)
         ancestors = ancestors | {key}
         prefix = os.path.join(directory, "")  # + name: os.path.join(directory, name)
+        entries_seen = max(entries_seen, 0)  # listed: -1 until top is
         for entry in entries:
             name, kind = entry[:-2], entry[-1]
+            entries_seen += kind != _DIRECTORY
             path, rel = prefix + name, rel_prefix + name  # rel: os.path.relpath(path, top)
             if _excluded(rel, name, options.exclude):
                 continue
@@ -1418,6 +1421,7 @@ def _walk(
                 on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
 
     passed_over = found = 0  # files --glob left out, files given
+    entries_seen = -1  # entries but folders, once top is listed (a folder read twice is not)
     stack = [visit(top, "", frozenset())]
     while stack:
         item = next(stack[-1], None)
@@ -1428,6 +1432,8 @@ def _walk(
         else:
             found += 1
             yield item
+    if entries_seen == 0:  # a night whose crawl made nothing passed as 0 documents, exit 0
+        on_problem(Problem(top, "empty-dir", "empty directory: no files in it or below it"))
     if passed_over and not found:  # `--glob 'corpus/*'`, with the directory's own name
         patterns = " ".join(f"--glob {p!r}" for p in options.glob)
         on_problem(

@@ -593,3 +593,18 @@ def test_a_file_cut_shorter_while_it_is_read_is_warned_about(tmp_path: Path) -> 
     with open(f, "a") as grown:
         grown.write("one more line\n")
     assert list(docs)[-1].text == "one more line" and problems == []
+
+
+def test_an_empty_directory_is_an_error_as_an_empty_file_is(tmp_path: Path) -> None:
+    # A night whose crawl made nothing passed as 0 documents and exit 0 (a review).
+    (tmp_path / "night" / "sub").mkdir(parents=True)
+    (tmp_path / "some").mkdir()
+    (tmp_path / "some" / "a.txt").write_text("words")
+    docs, problems = read([str(tmp_path / "night")])
+    assert docs == [] and [(p.where, p.kind, p.severity) for p in problems] == [
+        (str(tmp_path / "night"), "empty-dir", "error")
+    ]
+    # a folder read once already, or files left out on purpose, are no empty directory
+    _, again = read([str(tmp_path / "some"), str(tmp_path / "some")])
+    _, left_out = read([str(tmp_path / "some")], ReadOptions(exclude=("*.txt",)))
+    assert [p.kind for p in again] == ["revisited"] and left_out == []

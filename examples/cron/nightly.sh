@@ -15,8 +15,11 @@
 # CRAWL/simdedup.log gets one line per night. The exit status is simdedup's.
 #
 # A day run again (by hand, or after a run that was stopped) keeps the first run's files
-# and writes its own as DAY.2.*, DAY.3.* (run name DAY.2, ...): the pages the first run
-# kept are in the index by then, so the new run reports them as its duplicates.
+# and writes its own as DAY.2.*, DAY.3.* (run name DAY.2, ...). After a run that ended
+# (exit 0 or 3) or was stopped by Ctrl-C or SIGTERM (exit 130, 143), the pages it kept
+# are in the index, so the new run reports them as its duplicates. A run that was killed
+# (kill -9, a crash) or failed (exit 2) left the index as it was: its files, with no
+# DAY.summary.json beside them, are partial, and the new run lists its pages again.
 #
 # crontab: see crontab beside this file.
 set -u
