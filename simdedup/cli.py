@@ -2614,6 +2614,8 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
         merged_runs: list[dict[str, Any]] = []
         for path in ([out] if os.path.exists(out) else []) + list(inputs):
             if any(_same_file(path, seen) for seen, _ in parts):
+                if not _same_file(path, out):  # OUT among the inputs: its rows are kept anyway
+                    messages.warn(path, "given twice; read once")
                 continue
             if os.path.exists(path) and not _same_file(path, out):  # a run may be writing it
                 try:
@@ -2639,7 +2641,9 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
         if not _same_file(path, out):
             runs = f"{len(new.runs):,} run" + ("" if len(new.runs) == 1 else "s")
             messages.info(f"{path}: {len(new):,} fingerprints added ({runs})")
-    messages.info(f"{out}: {len(merged):,} fingerprints from {len(parts)} indexes")
+    messages.info(
+        f"{out}: {len(merged):,} fingerprints from {len(parts)} index" + ("" if len(parts) == 1 else "es")
+    )
 
 
 QUERY_COLUMNS = ("id", "status", "fingerprint", "duplicate_of", "distance", "duplicate_of_run")

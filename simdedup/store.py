@@ -762,10 +762,12 @@ def index_lock(path: str | os.PathLike[str], wait: float = 0.0) -> Iterator[None
     try:
         lock.acquire()
     except Timeout as e:
-        waited = f" after waiting {wait:g} s" if wait > 0 else ""
+        waited, how = (
+            (f" after waiting {wait:g} s", "a longer --wait") if wait > 0 else ("", "--wait SECONDS")
+        )
         raise IndexLockedError(
             f"{shown} is in use by another simdedup run (lock {lock_path(path)} held){waited}; "
-            "try again later, or wait for it with --wait SECONDS"
+            f"try again later, or wait for it with {how}"
         ) from e
     except OSError as e:
         raise IndexFileError(f"cannot write index {shown}: {directory}: {e.strerror or e}") from e

@@ -576,6 +576,13 @@ def test_index_merge_adds_each_shard_to_out(index: Path, tmp_path: Path) -> None
     assert result.stderr == f"{added}{index}: 12 fingerprints from 3 indexes\n"
     merged = read_index(index)
     assert snapshot(merged)[2] == ["monday"] * 6 + ["shard 0"] * 3 + ["shard 1"] * 3
+    # A shard given twice is said so (it was left out quietly), and one index is one.
+    alone = tmp_path / "alone.sdx"
+    again = run("index", "merge", str(alone), str(shards[0]), str(shards[0]))
+    assert again.exit_code == 0 and again.stderr == (
+        f"{shards[0]}: warning: given twice; read once\n"
+        f"{shards[0]}: 3 fingerprints added (1 run)\n{alone}: 3 fingerprints from 1 index\n"
+    )
 
 
 def test_shards_run_alike_in_the_same_second_are_both_merged(
@@ -721,6 +728,11 @@ def test_a_second_run_fails_at_once_while_the_first_holds_the_index(index: Path,
         assert second.stderr == (
             f"Error: {index} is in use by another simdedup run (lock {index}.lock held); "
             "try again later, or wait for it with --wait SECONDS\n"
+        )
+        waited = run("scan", str(day2), "--index", str(index), "--wait", "0.2")
+        assert waited.exit_code == 2  # it waited: --wait SECONDS is no advice then
+        assert (
+            "held) after waiting 0.2 s; try again later, or wait for it with a longer --wait" in waited.stderr
         )
         third = simdedup("scan", str(day2), "--index", str(index), "--wait", "30", "--duplicates", "-")
         time.sleep(0.3)
