@@ -210,10 +210,11 @@ static PyObject *key_hashes(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static void radix_sort(int64_t *a, int64_t n, int64_t *scratch);
+static void radix_sort(int64_t *a, int64_t n, int64_t *scratch, int low);
 
 /* top_order(hashes, top, order): the places 0 .. n - 1 of uint64 hashes ordered by their
- * top `top` (< 32) bits, equal tops in place order: radix_sort of (top bits << 32 | place).
+ * top `top` (< 32) bits, equal tops in place order: radix_sort of (top bits << 32 | place)
+ * by its top half.
  * A run of 2 ** p buckets, p <= top, then finds its queries grouped by bucket, which is
  * all that search_run asks of them. numpy's stable argsort of the whole hashes (a timsort)
  * was an eighth of deciding a batch of 4,096. */
@@ -240,7 +241,7 @@ static PyObject *top_order(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++)
         order[i] = (top ? (int64_t)(hashes[i] >> (64 - top)) << 32 : 0) | i;
-    radix_sort(order, n, scratch);
+    radix_sort(order, n, scratch, 4); /* by the top bits: the places are in order already */
     for (Py_ssize_t i = 0; i < n; i++)
         order[i] &= 0xFFFFFFFF;
     Py_END_ALLOW_THREADS
@@ -914,12 +915,13 @@ static void insertion_sort(int64_t *a, int64_t n) {
     }
 }
 
-/* a[0:n] in ascending order: least significant byte first, through `scratch` (n values),
- * skipping the bytes that every value shares. The sign bit is flipped in the keys, so that
- * their unsigned order is the values' signed one. qsort with a comparison function took
- * 1.63 s of the 3.73 s that all pairs of 1M corpus fingerprints at k = 3 took (25.7M pairs,
- * runs of up to thousands where fingerprints crowd together). */
-static void radix_sort(int64_t *a, int64_t n, int64_t *scratch) {
+/* a[0:n] in ascending order of their bytes from `low` up (0: whole values; equal ones keep
+ * their order): least significant byte first, through `scratch` (n values), skipping the
+ * bytes that every value shares. The sign bit is flipped in the keys, so that their
+ * unsigned order is the values' signed one. qsort with a comparison function took 1.63 s
+ * of the 3.73 s that all pairs of 1M corpus fingerprints at k = 3 took (25.7M pairs, runs
+ * of up to thousands where fingerprints crowd together). */
+static void radix_sort(int64_t *a, int64_t n, int64_t *scratch, int low) {
     const uint64_t flip = 1ULL << 63;
     uint64_t any = 0, all = ~0ULL;
     for (int64_t x = 0; x < n; x++) {
@@ -928,7 +930,7 @@ static void radix_sort(int64_t *a, int64_t n, int64_t *scratch) {
     }
     uint64_t differ = any ^ all;
     int64_t *from = a, *to = scratch;
-    for (int shift = 0; shift < 64; shift += 8) {
+    for (int shift = 8 * low; shift < 64; shift += 8) {
         if (!((differ >> shift) & 0xFF))
             continue;
         int64_t at[256] = {0};
@@ -1027,7 +1029,7 @@ static PyObject *sorted_runs(PyObject *self, PyObject *args) {
             for (Py_ssize_t x = 0; x + 1 < nb; x++) {
                 int64_t lo = bounds[x], hi = bounds[x + 1];
                 if (hi - lo > INSERTION_MAX)
-                    radix_sort(packed + lo, hi - lo, scratch);
+                    radix_sort(packed + lo, hi - lo, scratch, 0);
                 else
                     insertion_sort(packed + lo, hi - lo);
                 for (int64_t t = lo; t < hi; t++) {
