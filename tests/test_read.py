@@ -236,7 +236,8 @@ def test_a_glob_that_matches_no_file_of_a_directory_is_warned_about(tmp_path: Pa
     assert "--glob 'a/*' matched none of its 2 files" in problems[0].message
     assert read([str(tmp_path / "a")], ReadOptions(glob=("x*",)))[1] == []  # one matched
     (tmp_path / "empty").mkdir()
-    assert read([str(tmp_path / "empty")], ReadOptions(glob=("*",)))[1] == []  # no file to match
+    empty = read([str(tmp_path / "empty")], ReadOptions(glob=("*",)))[1]
+    assert [p.kind for p in empty] == ["empty-dir"]  # no file to match: said as that
 
 
 def test_binary_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
