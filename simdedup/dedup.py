@@ -18,7 +18,7 @@ import numpy as np
 import xxhash
 
 from .fingerprint import BATCH_SIZE, FeatureHasher, HashFunc, check_hasher, fingerprint_work
-from .index import BlockIndex, fingerprint_array, near_pair_arrays
+from .index import BlockIndex, fingerprint_array, fingerprint_ints, near_pair_arrays
 from .read import Document
 from .settings import MIN_JACCARD, Settings
 
@@ -50,7 +50,8 @@ def fingerprint_documents(
     """Fingerprints of a batch of documents (None for empty ones). Pure: a document's
     fingerprint does not depend on the batch, so batches can go to any worker.
     `compiled`: ASCII texts through the compiled core (fingerprint.compiled_core), the
-    same fingerprints."""
+    same fingerprints. A FeatureHasher given must have the settings' bits and seed."""
+    check_hasher(settings, hashfunc)
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     return fingerprint_work(
         [doc.text if doc.features is None else doc.features for doc in docs], settings, hashfunc, compiled
@@ -170,7 +171,7 @@ class Deduplicator:
         n ** 2 / 2 pairs. The batch is decided in stretches without two twins instead,
         and a twin whose earlier twin was kept, or was decided with nothing kept since, is
         decided as that twin says (_decide_with_twins): the same decisions."""
-        fps = checked_fingerprints(docs, fps)
+        fps = checked_fingerprints(docs, fps, self.settings.bits)
         given = self._given(docs, fps, *given)
         keys = self._twin_keys(docs, fps, *given)
         if keys is None or _twin_pairs(keys) <= TWIN_PAIRS_PER_DOCUMENT * len(docs):
@@ -355,18 +356,26 @@ def checked_documents(docs: Sequence[Document]) -> None:
                 )
 
 
-def checked_fingerprints(docs: Sequence[Document], fps: Sequence[int | None]) -> Sequence[int | None]:
-    """A batch's fingerprints, one per document (refused otherwise), as ints: a numpy
-    array's values would otherwise reach each Decision as numpy integers."""
+def checked_fingerprints(
+    docs: Sequence[Document], fps: Sequence[int | None], bits: int
+) -> Sequence[int | None]:
+    """A batch's fingerprints, one per document, as ints (a numpy array's values would
+    otherwise reach each Decision as numpy integers), all checked before anything is
+    decided: a bad one found in a later stretch of twins (_decide_with_twins) refused
+    the batch after an earlier stretch was kept. An array is read as `bits` wide
+    (fingerprint_array): a 128-bit deduplicator took a 64-bit array's values as
+    fingerprints of its own (a review)."""
     checked_documents(docs)
     if len(fps) != len(docs):
         raise ValueError(f"{len(docs)} documents but {len(fps)} fingerprints")
-    if isinstance(fps, np.ndarray):  # int64 read as its bits, floats refused, as near_pairs does
-        words = fps.ndim == 1 and fps.dtype != object  # not wide ints, nor rows of words
-        return (fingerprint_array(fps) if words else fps).tolist()  # type: ignore[no-any-return]
-    if all(type(fp) is int or fp is None for fp in fps):
-        return fps
-    return [int(fp) if isinstance(fp, np.integer) else fp for fp in fps]  # the rest refused later
+    if isinstance(fps, np.ndarray):  # int64 read as its bits, floats refused
+        if fps.dtype != object:
+            return fingerprint_ints(fingerprint_array(fps, bits))
+        fps = fps.tolist()  # Python ints (wide ones too) and None
+    if not all(type(fp) is int or fp is None for fp in fps):
+        fps = [int(fp) if isinstance(fp, np.integer) else fp for fp in fps]
+    fingerprint_array([fp for fp in fps if fp is not None], bits)  # refuses what is no fingerprint
+    return fps
 
 
 def batches(

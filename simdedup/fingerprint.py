@@ -80,9 +80,12 @@ class FeatureHasher:
             cache.clear()
             new = set(features)  # the cached ones were dropped with the rest
         digest, seed = self._digest, self.seed
-        for f in new:
-            cache[f] = digest(f.encode("utf-8"), seed)
-        return list(map(cache.__getitem__, features))
+        fresh = {f: digest(f.encode("utf-8"), seed) for f in new}
+        cache.update(fresh)
+        try:
+            return list(map(cache.__getitem__, features))
+        except KeyError:  # another thread's batch cleared the cache meanwhile (a review)
+            return [fresh[f] if f in fresh else digest(f.encode("utf-8"), seed) for f in features]
 
     def __getstate__(self) -> dict[str, object]:
         return {"bits": self.bits, "seed": self.seed, "cache_size": self.cache_size}
@@ -202,8 +205,11 @@ def fingerprint_batch(
     """SimHash fingerprints of weighted feature sets; None for a set with no weight at all.
 
     A document with no features is `empty`: it gets no fingerprint, so it can never
-    collide with the all-zero fingerprint of a real document.
+    collide with the all-zero fingerprint of a real document. A FeatureHasher given
+    must be of `bits` (one of 64 bits made 128-bit fingerprints whose top half was zero).
     """
+    if isinstance(hashfunc, FeatureHasher) and hashfunc.bits != bits:
+        raise ValueError(f"a FeatureHasher of {hashfunc.bits} bits, for {bits}-bit fingerprints")
     fps = fingerprints_from_sums(column_sums(batch, bits, hashfunc))
     return [fp if any(features.values()) else None for fp, features in zip(fps, batch)]
 

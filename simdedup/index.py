@@ -100,7 +100,8 @@ def _words(fps: np.ndarray, bits: int) -> np.ndarray:
     is read as its bits (Spark and Parquet keep 64-bit fingerprints so: the top bit is
     the sign), another signed one if none is negative; floats and the like are refused."""
     words = bits // 64
-    fps = np.asarray(fps)
+    if not isinstance(fps, np.ndarray):  # Python ints: checked as ints (-1 became 2 ** 64 - 1)
+        return _words(fingerprint_array(list(fps), bits), bits)
     if fps.dtype.kind == "i" and fps.dtype.itemsize == 8:
         fps = fps.view(np.uint64)
     elif fps.dtype.kind != "u" and not (fps.dtype.kind == "i" and not (fps < 0).any()):
@@ -716,9 +717,9 @@ class BlockIndex:
 
     def _k(self, distance: int | None) -> int:
         k = self.distance if distance is None else distance
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= self.distance:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k <= self.distance:
             raise ValueError(f"this index answers distances from 0 to {self.distance}, not {k!r}")
-        return k
+        return int(k)  # np.int64(2) as BlockIndex() and near_pairs take it
 
     # ------------------------------------------------------------------ reporting
 

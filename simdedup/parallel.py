@@ -111,7 +111,8 @@ def fingerprint_batches(
     """(batch, its fingerprints) for every batch, in input order, with `jobs` processes;
     with sketches=True, (batch, fingerprints, sketches, heads) (see Result).
 
-    jobs=1 works in this process, a batch at a time. jobs=AUTO times the first piece
+    jobs=1 works in this process, a batch at a time (so does AUTO in a daemonic process,
+    such as a Pool's worker, which cannot start workers). jobs=AUTO times the first piece
     here and goes on with default_jobs() workers only if it took WORKERS_PAY_OFF seconds
     a character or more (the results are the same either way; with workers, ordered_map
     does the next piece here too, as it does any first item). With workers, batches are
@@ -133,6 +134,13 @@ def fingerprint_batches(
     if isinstance(piece, bool) or not isinstance(piece, int) or piece < 1:
         raise ValueError(f"piece is a number of documents, 1 or more, not {piece!r}")
     check_hasher(settings, None)
+    if jobs != 1 and multiprocessing.current_process().daemon:
+        # A daemonic process (a multiprocessing Pool's worker; Dask's, under a nanny)
+        # cannot start workers: AUTO works here, where it started them once it timed
+        # Chinese text, and failed deep in multiprocessing (a review).
+        if jobs != AUTO:
+            raise ValueError(f"jobs={jobs} in a daemonic process, which cannot start workers: jobs=1 there")
+        jobs = 1
     setup = partial(_batch_task, settings, sketches)
     cut: deque[tuple[Sequence[Document], int]] = deque()  # batches read, with their number of pieces
     ends = [True]  # whether the last piece taken ends its batch

@@ -32,6 +32,7 @@ from .fingerprint import (
     HashFunc,
     WordRuns,
     ascii_word_hashes,
+    check_hasher,
     compiled_core,
     fingerprint_work,
     normalized_batch_fingerprints,
@@ -154,7 +155,9 @@ def fingerprints_and_sketches(
     or empty lines holds up to 262,144) is done a slice at a time.
 
     With `compiled`, ASCII texts on the common path (fingerprint.compiled_core) go
-    through the compiled core: the same results."""
+    through the compiled core: the same results. A FeatureHasher given must have the
+    settings' bits and seed."""
+    check_hasher(settings, hashfunc)
     if len(work) > SKETCH_SLICE:
         parts = [
             fingerprints_and_sketches(work[lo : lo + SKETCH_SLICE], settings, hashfunc, compiled)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .dedup import Decision, Deduplicator, Ids, _repeated, checked_documents
+from .dedup import Decision, Deduplicator, Ids, _as_fingerprint_array, _repeated, checked_documents
 from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
 from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
@@ -185,25 +185,33 @@ class VerifyingDeduplicator(Deduplicator):
         """Preload rows (see Deduplicator.extend) with their sketches, (rows, nbytes)
         uint8, and which of them have one (`has`, bool; default: all when sketches are
         given); and their heads (fingerprint_array form) where `headed` (bool) says they
-        have one. A row without a sketch is matched on the fingerprint alone."""
+        have one. A row without a sketch is matched on the fingerprint alone. Checked
+        whole before any row is added: refused halfway, the rows stayed without their
+        sketches, and a retried task matched them on fingerprints alone (a review)."""
+        fps = _as_fingerprint_array(fps, self.settings.bits)
+        n = len(fps)
+        if sketches is not None:
+            if sketches.shape != (n, self.sketcher.nbytes):
+                raise ValueError(f"{n} rows but sketches of shape {sketches.shape}")
+            if sketches.dtype != np.uint8:
+                raise ValueError(f"sketches are a uint8 array (sketch_array's), not {sketches.dtype}")
+            has = np.ones(n, bool) if has is None else np.asarray(has, bool)
+            if has.shape != (n,):
+                raise ValueError(f"{n} rows but {has.shape} sketch flags")
+            if heads is not None and headed is not None:
+                headed = np.asarray(headed, bool) & has
+                if headed.shape != (n,) or len(heads) != n:
+                    raise ValueError(f"{n} rows but {len(heads)} heads")
         before = len(self.ids)
         super().extend(fps, ids)
         after = len(self.ids)
         self._reserve(after)
         if sketches is None:
             return
-        if sketches.shape != (after - before, self.sketcher.nbytes):
-            raise ValueError(f"{after - before} rows but sketches of shape {sketches.shape}")
-        has = np.ones(after - before, bool) if has is None else np.asarray(has, bool)
-        if has.shape != (after - before,):
-            raise ValueError(f"{after - before} rows but {has.shape} sketch flags")
         self._sketches[before:after] = sketches
         self._sketches[before:after][~has] = 0
         self._has[before:after] = has
         if heads is not None and headed is not None:
-            headed = np.asarray(headed, bool) & has
-            if headed.shape != (after - before,) or len(heads) != after - before:
-                raise ValueError(f"{after - before} rows but {len(heads)} heads")
             self._add_heads(heads[headed], before + np.flatnonzero(headed))
 
     def sketch_array(self) -> tuple[np.ndarray, np.ndarray]:

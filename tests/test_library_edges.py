@@ -332,3 +332,123 @@ def test_sketches_that_are_not_bytes_are_refused() -> None:
         with pytest.raises(ValueError, match=f"sketches are a uint8 array .*, not {dtype}"):
             VerifyingDeduplicator().decide_many(docs, fps, sketches.astype(dtype), heads)
     assert len(VerifyingDeduplicator().decide_many(docs, fps, sketches, heads)) == 50
+
+
+# ---------------------------------------------------------------- a Dask user's review
+
+
+def test_a_128_bit_deduplicator_refuses_a_64_bit_array_and_takes_its_own_form() -> None:
+    # A partition's uint64 array was taken as 128-bit fingerprints: an exact copy of a
+    # kept document came out unique. The (n, 2) form crashed (unhashable list).
+    ts = texts(3, seed=1)
+    ts[1] = ts[0]
+    docs = [Document(str(i), t, b"") for i, t in enumerate(ts)]
+    wide = Settings(bits=128)
+    for cls in (Deduplicator, VerifyingDeduplicator):
+        with pytest.raises(ValueError, match="expected 128-bit fingerprints as shape"):
+            cls(wide).decide_many(docs, np.array(fingerprint_texts(ts), np.uint64))
+        fps = fingerprint_texts(ts, wide)
+        as_words = np.array([[fp >> 64, fp & (2**64 - 1)] for fp in fps], np.uint64)
+        decided = [d.status for d in cls(wide).decide_many(docs, as_words)]
+        assert (
+            decided
+            == [d.status for d in cls(wide).decide_many(docs, fps)]
+            == ["unique", "duplicate", "unique"]
+        )
+
+
+def test_a_feature_hasher_of_other_bits_or_seed_is_refused_by_every_batch_function() -> None:
+    from simdedup import fingerprint_documents
+    from simdedup.sketch import fingerprints_and_sketches
+
+    docs = [Document("a", "the harbour at morning", b"")]
+    for hasher in (FeatureHasher(64, 5), FeatureHasher(128)):
+        with pytest.raises(ValueError, match="a FeatureHasher of"):
+            fingerprint_documents(docs, Settings(), hasher)
+        with pytest.raises(ValueError, match="a FeatureHasher of"):
+            fingerprints_and_sketches(["the harbour at morning"], Settings(), hasher)
+    with pytest.raises(ValueError, match="a FeatureHasher of 64 bits, for 128-bit fingerprints"):
+        fingerprint_batch([{"harbour": 1.0}], 128, FeatureHasher(64))
+
+
+def test_a_refused_batch_or_preload_leaves_the_deduplicator_as_it_was() -> None:
+    # Refused halfway, a retried task found the first stretch kept (a document a
+    # duplicate of itself), or rows added without their sketches.
+    docs = [Document(f"d{i}", "same text", b"") for i in range(10)] + [
+        Document("x", "other text", b""),
+        Document("bad", "t", b""),
+    ]
+    for cls in (Deduplicator, VerifyingDeduplicator):
+        dd = cls()
+        with pytest.raises(ValueError, match="64-bit unsigned ints"):
+            dd.decide_many(docs, [7] * 10 + [12345, -1])
+        assert len(dd.index) == len(dd.ids) == 0
+    dd = VerifyingDeduplicator()
+    for bad in (
+        {"sketches": np.zeros((2, 128), np.uint8)},
+        {"sketches": dd.sketch_array()[0][:0], "has": [True]},
+    ):
+        with pytest.raises(ValueError, match="2 rows but"):
+            dd.extend([1, 2], ["a", "b"], **bad)
+        assert len(dd.index) == len(dd.ids) == 0
+
+
+def test_an_index_refuses_negative_ints_everywhere_and_takes_numpy_distances() -> None:
+    index = BlockIndex(64, 4)
+    for call in (index.add_many, index.search, index.nearest_many):
+        with pytest.raises(ValueError, match="64-bit unsigned ints"):
+            call([-1, -2])
+    index.add_many([5, 6])
+    assert index.query(5, np.int64(1)) == index.query(5, 1) == [(0, 0)]
+    assert index.search([5], np.int64(2))[1].tolist() == index.search([5], 2)[1].tolist()
+
+
+def test_a_shared_feature_hasher_whose_cache_fills_serves_threads_without_key_errors() -> None:
+    # Another thread's clear() between this one's inserts and its lookup: KeyError.
+    import sys
+    import threading
+
+    hasher = FeatureHasher(64, cache_size=500)
+    words = [f"w{i}" for i in range(5000)]
+    reference = dict(zip(words, FeatureHasher(64).many(words)))
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(200):
+                batch = [str(w) for w in rng.choice(words, 300)]
+                assert hasher.many(batch) == [reference[w] for w in batch]
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+
+
+def test_auto_jobs_in_a_daemonic_process_work_there_and_explicit_ones_are_refused() -> None:
+    import multiprocessing as mp
+
+    with mp.get_context("fork").Pool(1) as pool:
+        assert pool.apply(_batches_in_a_pool_worker, (0,)) == "ok"
+        assert pool.apply(_batches_in_a_pool_worker, (2,)).startswith(
+            "ValueError: jobs=2 in a daemonic process"
+        )
+
+
+def _batches_in_a_pool_worker(jobs: int) -> str:
+    docs = [Document(str(i), "我们今天去市场买鱼 " * 40, b"") for i in range(200)]
+    try:
+        got = [fps for _, fps in fingerprint_batches([docs[:100], docs[100:]], Settings(), jobs=jobs)]
+    except ValueError as e:
+        return f"ValueError: {e}"
+    return "ok" if sum(map(len, got)) == 200 else "short"
