@@ -12,9 +12,11 @@ import dataclasses
 import errno
 import functools
 import gc
+import io
 import json
 import math
 import os
+import select
 import signal
 import stat
 import sys
@@ -420,7 +422,7 @@ def _write_out(data: bytes, inert: bool = True) -> None:
     """`data` on stdout (on a terminal, with `inert`, escaped as _Inert does), 64 KiB at
     a time: one large write to a pipe whose reader goes (`| head`) is cut short without
     an error, and the rest dropped."""
-    stream = _binary(sys.stdout)
+    stream = _stdout_bytes()
     if inert and _isatty(sys.stdout):  # escaped whole: a piece could end inside a character
         data = _Inert.escaped(data)
     for at in range(0, len(data), 1 << 16):
@@ -431,8 +433,42 @@ def _write_out(data: bytes, inert: bool = True) -> None:
 def _stdout(inert: bool = True) -> IO[bytes]:
     """The byte stream under stdout; on a terminal, with `inert`, one that escapes the
     control characters it is given (_Inert): results that hold names and ids."""
-    stream = _binary(sys.stdout)
+    stream = _stdout_bytes()
     return _Inert(stream) if inert and _isatty(sys.stdout) else stream  # type: ignore[return-value]
+
+
+def _stdout_bytes() -> IO[bytes]:
+    """The byte stream under stdout, whose every write is whole (_WholeWrites)."""
+    stream = _binary(sys.stdout)
+    return _WholeWrites(stream) if isinstance(stream, io.RawIOBase) else stream  # type: ignore[return-value]
+
+
+class _WholeWrites:
+    """stdout's raw file, as Python gives it unbuffered (`python -u`, PYTHONUNBUFFERED,
+    which container images often set), written whole: its write() writes what one
+    system call takes, and a signal that lands while a full pipe holds it back cuts that
+    short, so the rest of a chunk was dropped and the output ended inside a line (Ctrl-C
+    during `fingerprint -j2` into a slow reader). A buffered stdout writes all."""
+
+    def __init__(self, raw: io.RawIOBase) -> None:
+        self.raw = raw
+
+    def write(self, data: bytes) -> int:
+        with memoryview(data) as view, view.cast("B") as left:
+            done = 0
+            while done < len(left):
+                n = self.raw.write(left[done:])
+                if n is None:  # non-blocking, and full: wait until it takes more
+                    select.select([], [self.raw], [])
+                    continue
+                done += n
+        return done
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
 
 
 class _Inert:
@@ -1998,8 +2034,13 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
             for text, found in printed:
                 for problem in found:
                     problems(problem)
+                # A Ctrl-C or SIGTERM meanwhile takes effect once all of it is written:
+                # raised inside a write that a slow reader held, it left a line cut short
+                # (1 run in 3 of a test, with the machine busy).
+                handler.now = True
                 stream.write(text)
                 stream.flush()  # a batch at a time: what a trickle brought goes out now
+                handler.done()
                 handler.pending()  # held, or dropped by Python (_in_del)
             handler.pending()
     except KeyboardInterrupt:

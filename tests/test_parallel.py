@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from click.testing import CliRunner
@@ -352,6 +352,44 @@ def test_ctrl_c_during_fingerprint_exits_130_with_whole_lines_and_no_workers_lef
     assert printed and not bad, (len(printed), bad[:3])
     time.sleep(0.2)
     assert not any(alive(w) for w in workers)
+
+
+def _fed(stdin: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError):  # the run stops reading at Ctrl-C
+        stdin.write(data)
+
+
+@linux_only
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_ctrl_c_while_fingerprint_waits_on_a_full_pipe_still_ends_on_a_whole_line(
+    big: Path, unbuffered: str
+) -> None:
+    # Ctrl-C while a slow reader held a write back left a line cut short ('822b26a52367'
+    # after 199,842 whole lines; the test above, with the machine busy): unbuffered
+    # (PYTHONUNBUFFERED), stdout's raw write took what one system call did and the
+    # rest was dropped; buffered, the interrupt was raised inside the write.
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+    with subprocess.Popen(
+        simdedup("fingerprint", "-", "--jobs", "2"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        feeding = threading.Thread(target=_fed, args=(proc.stdin, big.read_bytes()))
+        feeding.start()
+        wait_for_workers(proc, 2)
+        time.sleep(1.5)  # stdout's pipe full: the main process blocked in a write
+        os.killpg(proc.pid, signal.SIGINT)
+        printed = proc.stdout.read().decode().splitlines()
+        assert proc.wait(timeout=60) == 130
+        feeding.join()
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+    bad = [(n, line) for n, line in enumerate(printed, 1) if not line.endswith(f"\t-:{n}")]
+    assert len(printed) > 1000 and not bad, (len(printed), bad[:3])
 
 
 @linux_only
