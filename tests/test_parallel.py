@@ -267,6 +267,19 @@ def fingerprinting_from_a_pipe(
         yield proc, wait_for_workers(proc, 2)
 
 
+def fingerprinting_in_a_session(env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """`fingerprint - --jobs 2`, every stream a pipe, in a session of its own (a
+    process group for Ctrl-C to reach)."""
+    return subprocess.Popen(
+        simdedup("fingerprint", "-", "--jobs", "2"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+    )
+
+
 @pytest.fixture
 def big(tmp_path: Path) -> Path:
     f = tmp_path / "big.txt"
@@ -323,13 +336,7 @@ def test_ctrl_c_to_the_process_group_exits_130_without_worker_tracebacks(big: Pa
 def test_ctrl_c_during_fingerprint_exits_130_with_whole_lines_and_no_workers_left(big: Path) -> None:
     # From a pipe the test holds open: the run is still going at Ctrl-C however fast the
     # workers are (a file of 200,000 lines took 0.35 s in all and could end first).
-    with subprocess.Popen(
-        simdedup("fingerprint", "-", "--jobs", "2"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    ) as proc:
+    with fingerprinting_in_a_session() as proc:
         assert proc.stdin is not None
         out: list[bytes] = []
         reader = threading.Thread(target=lambda: out.extend(proc.stdout))  # type: ignore[arg-type]
@@ -368,15 +375,7 @@ def test_ctrl_c_while_fingerprint_waits_on_a_full_pipe_still_ends_on_a_whole_lin
     # after 199,842 whole lines; the test above, with the machine busy): unbuffered
     # (PYTHONUNBUFFERED), stdout's raw write took what one system call did and the
     # rest was dropped; buffered, the interrupt was raised inside the write.
-    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
-    with subprocess.Popen(
-        simdedup("fingerprint", "-", "--jobs", "2"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env=env,
-    ) as proc:
+    with fingerprinting_in_a_session({**os.environ, "PYTHONUNBUFFERED": unbuffered}) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         feeding = threading.Thread(target=_fed, args=(proc.stdin, big.read_bytes()))
         feeding.start()
