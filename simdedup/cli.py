@@ -570,6 +570,11 @@ class Messages:
             self._say(_one_line(text))
 
 
+def _counted(n: int, thing: str) -> str:
+    """`1 run`, `2 runs`."""
+    return f"{n:,} {thing}" + ("" if n == 1 else "s")
+
+
 def _one_line(text: str) -> str:
     """A file name or id as shown on stderr or in the table, on one line and inert: a
     byte that is not UTF-8 and a control character are escaped (\\xNN, \\n)."""
@@ -1679,7 +1684,7 @@ def _details(messages: Messages, dd: Deduplicator) -> None:
     stats = dd.index.stats()
     messages.detail(f"settings: {dd.settings}")
     messages.detail(
-        f"index: {stats.fingerprints:,} fingerprints; {stats.layout}; {stats.runs:,} runs; "
+        f"index: {stats.fingerprints:,} fingerprints; {stats.layout}; {_counted(stats.runs, 'run')}; "
         f"largest bucket {stats.largest_bucket:,}; {stats.nbytes / max(1, stats.fingerprints):.0f} bytes each"
     )
     if isinstance(dd, VerifyingDeduplicator):
@@ -2370,7 +2375,10 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
                 f"; from fewer than {FEWEST_BINS} shingle bins between them, which verify only with"
                 " equal fingerprints"
             )
-        blocks = ", ".join(map(str, agree)) or "none"
+        # "6 of the index's 6 agree" read as all six where block 6 alone did (a review)
+        blocks = (
+            f"only {agree[0]} agrees" if len(agree) == 1 else f"{', '.join(map(str, agree)) or 'none'} agree"
+        )
         if verify is None:
             heads = "not used (--no-verify)"
         elif head_d is None:
@@ -2392,7 +2400,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             + (
                 f"none used: at k = {settings.distance} every kept document is compared"
                 if brute_force
-                else f"{blocks} of the index's {len(index_blocks)} agree (its tables key on "
+                else f"{blocks} (of the index's {len(index_blocks)}; its tables key on "
                 + ("pairs of them)" if per_key == 2 else "one each)")
             ),
             f"only in a   {feats(only_a)}",
@@ -2680,8 +2688,7 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
         write_index(out, merged)
     for path, new in parts:
         if not _same_file(path, out):
-            runs = f"{len(new.runs):,} run" + ("" if len(new.runs) == 1 else "s")
-            messages.info(f"{path}: {len(new):,} fingerprints added ({runs})")
+            messages.info(f"{path}: {len(new):,} fingerprints added ({_counted(len(new.runs), 'run')})")
     messages.info(
         f"{out}: {len(merged):,} fingerprints from {len(parts)} index" + ("" if len(parts) == 1 else "es")
     )
