@@ -1044,6 +1044,8 @@ class Outputs(contextlib.ExitStack):
             raise
 
     def _claim(self, path: str | None, what: str) -> None:
+        if path not in (None, "-") and _is_devnull(path):  # drops all: outputs share it
+            return
         path = _stdout_named(path)
         if path is None or (path, what) in self.taken or (path == "-" and self.stdout_owner == what):
             return
@@ -1225,6 +1227,15 @@ def _regular(st: os.stat_result | None) -> os.stat_result | None:
 def _names(path: str, st: os.stat_result | None) -> bool:
     try:
         return st is not None and os.path.samestat(os.stat(path), st)
+    except OSError:
+        return False
+
+
+def _is_devnull(path: str) -> bool:
+    """Whether `path` is /dev/null, which any number of outputs may write: two of them
+    sent there (and stdout too) were refused as writing to the same file (a trial)."""
+    try:
+        return os.path.samefile(path, os.devnull)
     except OSError:
         return False
 

@@ -737,6 +737,11 @@ def test_stdout_redirected_into_an_input_or_an_output_is_refused_before_any_work
         )
     assert result.returncode == 2 and b"stdout and the index are the same file" in result.stderr
     assert index.read_bytes() == stored
+    # /dev/null drops all: outputs and stdout may share it (refused as one file, a trial)
+    dropped = ["--unique", os.devnull, "--report", os.devnull, "--duplicates", os.devnull]
+    with open(os.devnull, "w") as stdout:
+        shared = subprocess.run(simdedup("scan", str(lines), *dropped), stdout=stdout, stderr=subprocess.PIPE)
+    assert (shared.returncode, shared.stderr.count(b"\n")) == (0, 1), shared.stderr
     # Appending to a file that is no input is still fine.
     with open(tmp_path / "kept.txt", "a") as stdout:
         assert subprocess.run(simdedup("filter", str(lines)), stdout=stdout).returncode == 0
