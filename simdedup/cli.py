@@ -1629,18 +1629,19 @@ def _run(
 TABLE_ROWS = 2000
 
 
-def _listing_format(groups: Groups, messages: Messages) -> str:
+def _listing_format(groups: Groups) -> tuple[str, str | None]:
     """scan's group listing when --format is not given: a table on a terminal, unless
-    its rows are too many to lay out (then TSV, and a note), else TSV."""
+    its rows are too many to lay out (then TSV, and a note to say after it: said before,
+    it scrolled away above thousands of rows, a trial), else TSV."""
     if not _isatty(sys.stdout):
-        return "tsv"
+        return "tsv", None
     rows = sum(size * count for size, count in groups.sizes().items())
     if rows <= TABLE_ROWS:
-        return "table"
-    messages.info(
-        f"{rows:,} rows: listed as TSV, not as a table (--format table lays them out, at ~0.3 ms a row)"
+        return "table", None
+    return (
+        "tsv",
+        f"{rows:,} rows: listed as TSV, not as a table (--format table lays them out, at ~0.3 ms a row)",
     )
-    return "tsv"
 
 
 def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession | None) -> None:
@@ -1673,6 +1674,8 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
             table.add_row(*(Text(_one_line(str(row[c]).replace("\\", "\\\\"))) for c in columns), style=style)
         console = Console(no_color=plain or None)
         console.width = max(console.width, sum(c.min_width or 0 for c in table.columns) + 2 * len(columns))
+        if not _isatty(sys.stdout):  # a file has no width to fold ids into (`make demo > f`)
+            console.width = 1 << 16
         with console.capture() as captured:  # rendered for this terminal, colours and width
             console.print(table)
         # Not by rich: its one large write. Its colours kept: the ids are inert (_one_line).
@@ -1924,12 +1927,14 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
         with _finishing() as held:
             closed = False
             if outputs.stdout_owner is None:
-                fmt = kw["fmt"] or _listing_format(groups, messages)
+                fmt, note = (kw["fmt"], None) if kw["fmt"] else _listing_format(groups)
                 try:
                     _write_groups(groups, dd, fmt, session)
                 except BrokenPipeError:  # `scan ... | head`: every document was decided already
                     _to_devnull(sys.stdout)
                     closed = True
+                if note is not None:
+                    messages.info(note)
             fail = kw["fail_on_duplicates"]
             status = _finish(summary, dd, messages, interrupted, fail, summary_json, session, closed, held)
             outputs.close()  # --summary-json renamed into place

@@ -1188,6 +1188,13 @@ def test_a_long_listing_on_a_terminal_is_tsv_not_a_table(
         if not table:
             assert result.stdout.count("\n") == 2 * pairs + 1
         assert run("scan", str(f), "--format", "table").stdout.count("\t") == 0  # asked for: a table
+    # Redirected, a table is as wide as its rows: ids folded at 80 columns (`make demo > f`).
+    monkeypatch.setattr("simdedup.cli._isatty", lambda stream: False)
+    laid_out = run("scan", str(tmp_path / "pairs3.txt"), "--format", "table").stdout.splitlines()
+    assert len(laid_out) == 1 + 6 and all(f"{tmp_path}/pairs3.txt:" in line for line in laid_out[1:])
+    # On a real terminal the note comes after the rows: said first, it scrolled away (a trial).
+    shown = stderr_on_a_terminal(simdedup("scan", str(tmp_path / "pairs1001.txt")), stdout_too=True)
+    assert shown.rindex("\t") < shown.index("2,002 rows: listed as TSV") < shown.index("documents:")
 
 
 def test_no_color_and_quiet_on_a_terminal(many_lines: Path, tmp_path: Path) -> None:
