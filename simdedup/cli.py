@@ -1674,8 +1674,8 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
             table.add_row(*(Text(_one_line(str(row[c]).replace("\\", "\\\\"))) for c in columns), style=style)
         console = Console(no_color=plain or None)
         console.width = max(console.width, sum(c.min_width or 0 for c in table.columns) + 2 * len(columns))
-        if not _isatty(sys.stdout):  # a file has no width to fold ids into (`make demo > f`)
-            console.width = 1 << 16
+        if not _isatty(sys.stdout) and "COLUMNS" not in os.environ:  # a file has no width to
+            console.width = 1 << 16  # fold ids into (`make demo > f`), unless one is asked for
         with console.capture() as captured:  # rendered for this terminal, colours and width
             console.print(table)
         # Not by rich: its one large write. Its colours kept: the ids are inert (_one_line).

@@ -80,6 +80,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "output": ("warning", True),
     "shrank": ("warning", False),
     "no-match": ("warning", False),
+    "looks-jsonl": ("warning", False),
 }
 
 
@@ -512,6 +513,8 @@ def _read_stream(
                 raw = raw[len(codecs.BOM_UTF8) :]
             body = raw.rstrip(b"\r") if raw.endswith(b"\r") else raw
             where = f"{shown}:{lineno}"
+            if lineno == 1 and not jsonl and _json_object(body):
+                on_problem(_looks_jsonl(where))
             if not jsonl and len(body) > options.max_doc_size:
                 yield _long_line(body, raw, where, options.max_doc_size, on_problem)
                 continue
@@ -538,6 +541,25 @@ def _read_stream(
         return
     if lineno == 0 and not is_stream(name):  # an empty pipe is a quiet day, not a broken file
         on_problem(_empty(name))
+
+
+def _json_object(line: bytes) -> bool:
+    """Whether a line is a JSON object with a string in it: a JSONL record."""
+    line = line.strip()
+    if not (line.startswith(b"{") and line.endswith(b"}")):
+        return False
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and any(isinstance(value, str) for value in record.values())
+
+
+def _looks_jsonl(where: str) -> Problem:
+    """`zcat crawl.jsonl.gz | simdedup filter`, --jsonl forgotten: each record was read
+    whole as a line of text, id and url in it, and copies went through (a trial)."""
+    message = "this line is a JSON object, read as a line of text: give --jsonl to read JSONL records"
+    return Problem(where, "looks-jsonl", message)
 
 
 def _jsonl_member(where: str) -> Problem:

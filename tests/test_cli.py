@@ -1190,6 +1190,7 @@ def test_a_long_listing_on_a_terminal_is_tsv_not_a_table(
         assert run("scan", str(f), "--format", "table").stdout.count("\t") == 0  # asked for: a table
     # Redirected, a table is as wide as its rows: ids folded at 80 columns (`make demo > f`).
     monkeypatch.setattr("simdedup.cli._isatty", lambda stream: False)
+    monkeypatch.delenv("COLUMNS", raising=False)
     laid_out = run("scan", str(tmp_path / "pairs3.txt"), "--format", "table").stdout.splitlines()
     assert len(laid_out) == 1 + 6 and all(f"{tmp_path}/pairs3.txt:" in line for line in laid_out[1:])
     # On a real terminal the note comes after the rows: said first, it scrolled away (a trial).

@@ -1698,3 +1698,20 @@ def test_a_features_record_with_a_surrogate_in_its_id_is_filtered_and_saved(tmp_
     assert run.stdout == f.read_bytes()  # both records, as they came
     assert b"unpaired surrogate" in run.stderr and b"Traceback" not in run.stderr
     assert index.exists()
+
+
+def test_jsonl_read_as_lines_is_warned_about_once_an_input(tmp_path: Path) -> None:
+    # `zcat crawl.jsonl.gz | simdedup filter`, --jsonl forgotten: each record was read
+    # whole as text, its id and url in it, and copies went through without a word (a trial).
+    records = "".join(json.dumps({"id": f"r{i}", "text": LINE}) + "\n" for i in range(3))
+    said = "warning: this line is a JSON object, read as a line of text: give --jsonl to read JSONL records"
+    named = tmp_path / "crawl.json"
+    named.write_text(records)
+    for jobs in ("1", "2"):
+        for args, data, where in [(["filter"], records, "-:1"), (["filter", str(named)], "", f"{named}:1")]:
+            result = run(*args, "-j", jobs, input=data)
+            assert result.exit_code == 0 and result.stderr.count(said) == 1, result.stderr
+            assert f"{where}: {said}" in result.stderr
+        assert said not in run("filter", "--jsonl", "-j", jobs, input=records).stderr
+    plain = run("filter", input='{"a": 1}\n{not json} text\n')  # no string in it, or no JSON: text
+    assert "JSON object" not in plain.stderr
