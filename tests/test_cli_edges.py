@@ -1715,3 +1715,20 @@ def test_jsonl_read_as_lines_is_warned_about_once_an_input(tmp_path: Path) -> No
         assert said not in run("filter", "--jsonl", "-j", jobs, input=records).stderr
     plain = run("filter", input='{"a": 1}\n{not json} text\n')  # no string in it, or no JSON: text
     assert "JSON object" not in plain.stderr
+
+
+def test_a_problem_that_every_record_has_is_named_ten_times_a_file_and_counted_whole(tmp_path: Path) -> None:
+    # A misspelt --text-field was said of each of 2,520 records: of a 10M-line crawl,
+    # 10M lines of stderr (a trial).
+    f = tmp_path / "crawl.jsonl"
+    f.write_text("".join(json.dumps({"id": str(i), "text": f"{LINE} {i}"}) + "\n" for i in range(40)))
+    summary = tmp_path / "summary.json"
+    result = run("scan", str(f), "--text-field", "body", "--summary-json", str(summary))
+    said = [line for line in result.stderr.splitlines() if "no 'body' field" in line]
+    assert [line.split(": error")[0] for line in said] == [f"{f}:{n}" for n in range(1, 11)]
+    assert said[-1].endswith("(and so on: later lines of this file with this problem are not named)")
+    assert json.loads(summary.read_text())["errors"] == 40 and result.exit_code == 3
+    other = tmp_path / "other.jsonl"
+    other.write_text(f.read_text())
+    both = run("scan", str(f), str(other), "--text-field", "body")  # each file its own ten
+    assert both.stderr.count("no 'body' field") == 20
