@@ -2546,6 +2546,17 @@ def calibrate_command(
                 f"{s.preset:<{width}} {s.distance:2d}{mark}   {s.precision:.3f}   {s.recall:.3f}  {s.f1:.3f}"
                 f"  {s.tp:5d}  {s.fp:5d}  {s.fn:5d}"
             )
+    # A best k that scan serves only by comparing every pair is said so: with verification
+    # precision stays 1.000, so the largest k tried won, unsaid (a new user's trial).
+    wide = sorted({s.distance for s in top.values() if Layout.for_(settings.bits, s.distance).brute_force})
+    if wide:
+        serves = max(k for k in range(max(wide)) if not Layout.for_(settings.bits, k).brute_force)
+        messages = Messages()
+        messages.warn(
+            f"k = {', '.join(map(str, wide))}",
+            "scan compares every document with every kept one there, so its time grows with the square"
+            f" of the input; its index serves k <= {serves} at {settings.bits} bits",
+        )
     sys.exit(status)
 
 

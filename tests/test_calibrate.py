@@ -164,3 +164,28 @@ def test_the_library_call_takes_plain_tuples_and_the_commands_presets() -> None:
     assert by_default == calibrate_function([LabelledPair(*t) for t in tuples], distances=[4])
     with pytest.raises(ValueError, match="distances are ints"):
         calibrate_function(tuples, distances=[-1])
+
+
+def test_a_best_distance_that_scan_serves_by_comparing_every_pair_is_said_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With verification, precision stays 1.000 at every k, so the largest k tried often
+    # wins; scan then compares every pair, which nothing said (a new user's trial).
+    pairs = str(Path(__file__).parents[1] / "examples" / "pairs.jsonl")
+    said = "warning: scan compares every document with every kept one there"
+    plain = CliRunner().invoke(main, ["calibrate", pairs, "--max-distance", "8"])
+    assert plain.exit_code == 0 and said not in plain.stderr  # the best there is small
+    widest = {}
+
+    def last(scores: list[Score]) -> dict[str, Score]:
+        for s in scores:
+            widest[s.preset] = s
+        return widest
+
+    monkeypatch.setattr("simdedup.cli.best_scores", last)
+    wide = CliRunner().invoke(main, ["calibrate", pairs, "--max-distance", "8"])
+    assert wide.exit_code == 0
+    assert (
+        f"k = 8: {said}, so its time grows with the square of the input; its index serves k <= 6"
+        in wide.stderr
+    )
