@@ -1218,6 +1218,9 @@ def _parse_record(
             named = [_short(repr(name)) for name, value in record.items() if type(value) is str]
             more = ", ..." if len(named) > _NAMED_FIELDS else ""
             shown = f" (its string fields: {', '.join(named[:_NAMED_FIELDS])}{more})" if named else ""
+            outer = options.text_field.split(".")[0]
+            if "." in options.text_field and isinstance(record.get(outer), dict):  # content.body
+                shown += f"; a field inside {outer!r} is not read: --text-field names a top-level field"
             on_problem(Problem(where, "bad-record", f"no {options.text_field!r} field{shown}"))
             return None
         if body is None:

@@ -95,6 +95,14 @@ def test_a_record_without_the_text_field_names_the_string_fields_it_has(tmp_path
         "no 'text' field (its string fields: 'id')",
         "no 'text' field",
     ]
+    # a nested field asked for: said not to be read (it read as if misspelt, a trial)
+    nested = tmp_path / "nested.jsonl"
+    nested.write_text(json.dumps({"id": "a", "content": {"body": "t"}}) + "\n")
+    _, problems = read([str(nested)], ReadOptions(text_field="content.body"))
+    assert [p.message for p in problems] == [
+        "no 'content.body' field (its string fields: 'id'); a field inside 'content' is not read:"
+        " --text-field names a top-level field"
+    ]
 
 
 def test_invalid_utf8_is_replaced_reported_and_kept_raw(tmp_path: Path) -> None:
