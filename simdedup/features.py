@@ -350,8 +350,11 @@ def ascii_word_spans(data: bytes) -> tuple[np.ndarray, np.ndarray]:
 def char_ngrams(text: str, n: int) -> list[str]:
     """Character n-grams over the word tokens joined by single spaces.
 
-    Joining by single spaces makes the features blind to whitespace and punctuation.
-    A text shorter than n characters is one feature.
+    Joining by single spaces makes the features blind to how much whitespace or
+    punctuation lies between two words, not to whether any does: an n-gram spans the
+    space, so a space added between Chinese and a digit (`2023 年`) or a Chinese comma
+    taken out changes the n-grams there (a review: 12-18 bits on a paragraph; the
+    word tokenizer is blind to both). A text shorter than n characters is one feature.
     """
     joined = " ".join(_WORD.findall(text))
     if len(joined) <= n:
