@@ -305,6 +305,10 @@ class _Writing:
         self.raised = False
         #: Signals handled since installed().
         self.signals = 0
+        #: Whether a second signal came while the first was held (a write blocked on a
+        #: reader that takes nothing): raised there, it cut that document off from the
+        #: outputs after it, and the run went on to save an --index holding it (a review).
+        self.again = False
 
     def __call__(self, signum: int, frame: Any) -> None:
         self.signals += 1
@@ -314,6 +318,7 @@ class _Writing:
         if (self.now or _in_del(frame)) and not self.caught:
             self.caught = True
             return
+        self.again = self.again or self.caught
         self.raised = True
         raise KeyboardInterrupt
 
@@ -336,7 +341,7 @@ class _Writing:
     @contextlib.contextmanager
     def installed(self) -> Iterator[_Writing]:
         """This as SIGINT's handler, where Python's own is (not where SIGINT is ignored)."""
-        self.raised = False
+        self.raised = self.again = False
         self.signals = 0
         main = threading.current_thread() is threading.main_thread()
         if not main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
@@ -1623,6 +1628,9 @@ def _run(
                 handler.pending()  # held or dropped after the last one (_in_del)
             except KeyboardInterrupt:
                 interrupted = True
+                if handler.again:  # stop at once: nor wait on stdout's reader (the run hung)
+                    _to_devnull(sys.stdout)
+                    raise CliError(_STOPPED_AT_ONCE, _interrupted()) from None
                 # Ctrl-C while writing: the batches already read are still decided, so
                 # they are written too, and the outputs (and an --index saved after) hold
                 # the same documents: the one handed out but not yet written first.
@@ -2089,6 +2097,9 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
                 handler.pending()  # held, or dropped by Python (_in_del)
             handler.pending()
     except KeyboardInterrupt:
+        if _WRITING.again:  # a second one while a write was held: at once, not on the reader
+            _to_devnull(sys.stdout)
+            sys.exit(_interrupted())
         stream.flush()
         sys.exit(_interrupted())
     stream.flush()

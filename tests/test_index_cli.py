@@ -749,6 +749,23 @@ def test_a_second_run_fails_at_once_while_the_first_holds_the_index(index: Path,
     assert len(read_index(index)) == 6 + 1 + 2
 
 
+def test_a_second_signal_while_stdout_is_full_stops_at_once_and_saves_no_index(tmp_path: Path) -> None:
+    # The first was held while a write waited on a reader that took nothing; the second
+    # was raised inside that write, cut its document off from the outputs after stdout,
+    # and the run went on and saved an --index holding it: the next night dropped it for
+    # good. And it did not stop: the run stayed blocked until a fourth (a review).
+    lines = write_lines(tmp_path / "many.txt", texts(6 * PIPELINE_BATCH, seed=13))
+    index, report = tmp_path / "seen.sdx", tmp_path / "report.jsonl"
+    with simdedup("filter", str(lines), "--index", str(index), "--report", str(report), "-j", "1") as proc:
+        time.sleep(1.5)  # stdout's pipe, unread, is full by then
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 143  # without anyone reading stdout
+        assert "interrupted again: stopped at once" in proc.stderr.read()  # type: ignore[union-attr]
+    assert not index.exists()
+
+
 #: Runs simdedup's CLI, sending itself SIGINT at a point (SIGNAL_AT) where a signal had
 #: cut a batch or a document off from the outputs once the index held it: "queued", just
 #: as the third batch's deciding has started, before _decisions queues it; "counted",
