@@ -16,6 +16,7 @@ import io
 import json
 import math
 import os
+import re
 import select
 import signal
 import stat
@@ -536,6 +537,7 @@ def _unsaid_dropped() -> Iterator[None]:
 
 #: Lines of one file named with the same problem, at most (Messages._repeated).
 SAME_LINES_SAID = 10
+_DIGITS = re.compile(r"[0-9][0-9,.]*")
 
 
 class Messages:
@@ -573,12 +575,13 @@ class Messages:
 
     def _repeated(self, p: Problem) -> str | None:
         """The message to say of a line's problem, or None once SAME_LINES_SAID lines of
-        its file had it: a misspelt --text-field said so of each of 2,520 records (of a
+        its file had it (its numbers aside): a misspelt --text-field said so of each of 2,520 records (of a
         10M-line crawl, 10M times; a trial). Every one still counts in the summary."""
         path, _, line = p.where.rpartition(":")
         if not path or not line.isdigit():
             return p.message
-        key = (path, p.message)
+        # numbers aside: "invalid UTF-8 at byte 41" is one problem however many lines say it
+        key = (path, _DIGITS.sub("N", p.message))
         said = self._lines_said[key] = self._lines_said.get(key, 0) + 1
         if said < SAME_LINES_SAID:
             return p.message

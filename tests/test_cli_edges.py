@@ -1732,3 +1732,8 @@ def test_a_problem_that_every_record_has_is_named_ten_times_a_file_and_counted_w
     other.write_text(f.read_text())
     both = run("scan", str(f), str(other), "--text-field", "body")  # each file its own ten
     assert both.stderr.count("no 'body' field") == 20
+    # numbers aside: a byte at another place on each line is the same problem (a review)
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes(b"".join(b"x" * (i % 50) + b"caf\xe9 au lait\n" for i in range(30)))
+    said = run("filter", str(latin)).stderr.splitlines()
+    assert len([line for line in said if "invalid UTF-8" in line]) == 10 and "and so on" in said[9]
