@@ -575,8 +575,9 @@ class Messages:
 
     def _repeated(self, p: Problem) -> str | None:
         """The message to say of a line's problem, or None once SAME_LINES_SAID lines of
-        its file had it (its numbers aside): a misspelt --text-field said so of each of 2,520 records (of a
-        10M-line crawl, 10M times; a trial). Every one still counts in the summary."""
+        its file had it (its numbers aside): a misspelt --text-field said so of each of
+        2,520 records (of a 10M-line crawl, 10M times; a trial). Every one still counts
+        in the summary."""
         path, _, line = p.where.rpartition(":")
         if not path or not line.isdigit():
             return p.message
@@ -2102,8 +2103,8 @@ def fingerprint(paths: tuple[str, ...], fmt: str, **kw: Any) -> None:
     except KeyboardInterrupt:
         if _WRITING.again:  # a second one while a write was held: at once, not on the reader
             _to_devnull(sys.stdout)
-            sys.exit(_interrupted())
-        stream.flush()
+        else:
+            stream.flush()
         sys.exit(_interrupted())
     stream.flush()
     messages.detail(f"settings: {settings}")
