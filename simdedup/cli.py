@@ -1077,7 +1077,8 @@ class Outputs(contextlib.ExitStack):
             raise
 
     def _claim(self, path: str | None, what: str) -> None:
-        if path not in (None, "-") and _is_devnull(path):  # drops all: outputs share it
+        # /dev/null drops all: outputs (and stdout) share it, where two were refused as one file
+        if path not in (None, "-") and _same_file(path, os.devnull):
             return
         path = _stdout_named(path)
         if path is None or (path, what) in self.taken or (path == "-" and self.stdout_owner == what):
@@ -1264,15 +1265,6 @@ def _names(path: str, st: os.stat_result | None) -> bool:
         return False
 
 
-def _is_devnull(path: str) -> bool:
-    """Whether `path` is /dev/null, which any number of outputs may write: two of them
-    sent there (and stdout too) were refused as writing to the same file (a trial)."""
-    try:
-        return os.path.samefile(path, os.devnull)
-    except OSError:
-        return False
-
-
 def _stdout_named(path: str | None) -> str | None:
     """An output's path, or "-" where it names stdout (/dev/stdout, /dev/fd/1,
     /proc/self/fd/1): opened as a file of its own, it wrote over stdout's file from its
@@ -1332,13 +1324,19 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _largest_served(bits: int, distance: int) -> int:
+    """The largest distance under `distance` whose index searches by its tables rather
+    than comparing every row (Layout.brute_force); -1 for none."""
+    return max((k for k in range(distance) if not Layout.for_(bits, k).brute_force), default=-1)
+
+
 def _warn_if_wide(settings: Settings, messages: Messages) -> None:
     """A distance whose index compares every row (Layout.brute_force) is warned about."""
     if not Layout.for_(settings.bits, settings.distance).brute_force:
         return
-    served = [k for k in range(settings.distance) if not Layout.for_(settings.bits, k).brute_force]
+    served = _largest_served(settings.bits, settings.distance)
     tables = (
-        f" (the index's tables serve -k {served[-1]} and below at {settings.bits} bits)" if served else ""
+        f" (the index's tables serve -k {served} and below at {settings.bits} bits)" if served >= 0 else ""
     )
     messages.warn(
         f"-k {settings.distance}",
@@ -2565,7 +2563,7 @@ def calibrate_command(
     # precision stays 1.000, so the largest k tried won, unsaid (a new user's trial).
     wide = sorted({s.distance for s in top.values() if Layout.for_(settings.bits, s.distance).brute_force})
     if wide:
-        serves = max(k for k in range(max(wide)) if not Layout.for_(settings.bits, k).brute_force)
+        serves = _largest_served(settings.bits, max(wide))
         messages = Messages()
         messages.warn(
             f"k = {', '.join(map(str, wide))}",
