@@ -409,6 +409,53 @@ def test_a_second_signal_while_the_read_batches_are_written_saves_nothing(
 # ---------------------------------------------------------------- outputs
 
 
+# stdout as Python makes it under PYTHONUNBUFFERED: a raw file and a text layer writing
+# through, here a raw file that counts its writes into the file COUNTS_FD.
+COUNTED_RAW_STDOUT = """
+import io, os, runpy, sys
+class Counted(io.FileIO):
+    def write(self, data):
+        os.write(int(os.environ["COUNTS_FD"]), b"w")
+        return super().write(data)
+sys.stdout = io.TextIOWrapper(Counted(1, "w", closefd=False), write_through=True)
+sys.argv = sys.argv[1:]
+runpy.run_module("simdedup", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("scan",), ("scan", "--format", "jsonl"), ("filter",), ("fingerprint",), ("fingerprint", "-j", "2")],
+)
+def test_unbuffered_stdout_gives_the_same_output_and_writes_it_in_chunks(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    # Under PYTHONUNBUFFERED (container images often set it) stdout is a raw file, and
+    # each record was one system call: 33,534 for `scan` of 200,000 lines, 3-8% of its
+    # CPU. Now held and written in chunks, as a buffered stdout is: nothing lost at the
+    # end, nothing out of order.
+    lines = tmp_path / "lines.txt"
+    rng = random.Random(5)
+    words = LINE.split() + OTHER.split()
+    text = [" ".join(rng.choice(words) for _ in range(12)) for _ in range(3000)]
+    lines.write_text("\n".join(text + text[:500]) + "\n")
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as counts:
+        raw = subprocess.run(
+            [sys.executable, "-c", COUNTED_RAW_STDOUT, "simdedup", *args, str(lines), "-q"],
+            capture_output=True,
+            pass_fds=(write,),
+            env={**os.environ, "COUNTS_FD": str(write)},
+            timeout=120,
+        )
+        os.close(write)
+        writes = len(counts.read())
+    assert raw.returncode == 0, raw.stderr
+    buffered = simdedup(*args, str(lines), "-q")
+    assert raw.stdout == buffered.stdout and len(raw.stdout) > 20_000
+    assert 0 < writes <= len(raw.stdout) // 8192 + 4, writes
+
+
 def test_an_output_that_is_the_index_or_another_output_is_refused(tmp_path: Path) -> None:
     lines = tmp_path / "lines.txt"
     lines.write_text(f"{LINE}\n{OTHER}\n")
