@@ -1405,7 +1405,7 @@ def _walk(
         """The files in `directory` (whose path relative to `top` is rel_prefix: empty
         for top itself, else ending in a separator) as paths, and each folder in it as
         the (directory, rel_prefix, ancestors) to visit next, in name order."""
-        nonlocal passed_over, entries_seen
+        nonlocal passed_over, matched, entries_seen
         try:
             st = os.stat(directory)
             entries, errors = _listing(directory)
@@ -1427,25 +1427,31 @@ def _walk(
         entries_seen = max(entries_seen, 0)  # listed: -1 until top is
         for entry in entries:
             name, kind = entry[:-2], entry[-1]
-            entries_seen += kind != _DIRECTORY
             path, rel = prefix + name, rel_prefix + name  # rel: os.path.relpath(path, top)
-            if _excluded(rel, name, options.exclude):
+            if _excluded(rel, name, options.exclude):  # left out by a user who knew of it:
+                entries_seen += 1  # not an empty directory, even if it is a folder
                 continue
+            entries_seen += kind != _DIRECTORY
             if kind == _ERROR:
                 on_problem(Problem(path, "unreadable", errors[name]))
-            elif kind == _DIRECTORY:
-                yield (path, rel + os.sep, ancestors)
-            elif options.glob and not _excluded(rel, name, options.glob):
-                passed_over += 1
                 continue
-            elif kind == _FILE:
+            if kind == _DIRECTORY:
+                yield (path, rel + os.sep, ancestors)
+                continue
+            if options.glob and not _excluded(rel, name, options.glob):
+                passed_over += kind == _FILE
+                continue
+            matched += 1
+            if kind == _FILE:
                 yield path
             elif kind == _BROKEN_LINK:
                 on_problem(Problem(path, "unreadable", "broken symbolic link"))
+            elif kind == _LOOP:
+                on_problem(Problem(path, "unreadable", "symbolic link loop; not followed"))
             else:
                 on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
 
-    passed_over = found = 0  # files --glob left out, files given
+    passed_over = matched = 0  # files --glob left out, entries it did not (but folders)
     entries_seen = -1  # entries but folders, once top is listed (a folder read twice is not)
     stack = [visit(top, "", frozenset())]
     while stack:
@@ -1455,17 +1461,16 @@ def _walk(
         elif isinstance(item, tuple):
             stack.append(visit(*item))
         else:
-            found += 1
             yield item
     if entries_seen == 0:  # a night whose crawl made nothing passed as 0 documents, exit 0
         on_problem(Problem(top, "empty-dir", "empty directory: no files in it or below it"))
-    if passed_over and not found:  # `--glob 'corpus/*'`, with the directory's own name
+    if passed_over and not matched:  # `--glob 'corpus/*'`, with the directory's own name
         patterns = " ".join(f"--glob {p!r}" for p in options.glob)
         on_problem(
             Problem(
                 top,
                 "no-match",
-                f"{patterns} matched none of its {passed_over:,} files"
+                f"{patterns} matched none of its {passed_over:,} file{'s' if passed_over > 1 else ''}"
                 " (patterns match a path below the directory given, without its name)",
             )
         )
@@ -1473,7 +1478,10 @@ def _walk(
 
 #: A directory entry's kind, found while the directory is listed (from the type the file
 #: system gives with the name, else a stat), kept as one character after the name.
-_DIRECTORY, _FILE, _BROKEN_LINK, _OTHER, _ERROR = "dflox"
+#: A link that cannot be followed (a broken one, or links that point at each other) is
+#: passed over as a file is where --glob leaves it out; an entry whose kind could not be
+#: found is said, whatever its name (it may be a folder).
+_DIRECTORY, _FILE, _BROKEN_LINK, _LOOP, _OTHER, _ERROR = "dfbLox"
 
 
 def _listing(directory: str) -> tuple[list[str], dict[str, str]]:
@@ -1497,9 +1505,11 @@ def _listing(directory: str) -> tuple[list[str], dict[str, str]]:
                 else:  # a link to a pipe or a device is not broken
                     kind = _BROKEN_LINK if entry.is_symlink() and not os.path.exists(entry.path) else _OTHER
             except OSError as e:
-                kind = _ERROR
-                loop = e.errno == errno.ELOOP  # links that point at each other
-                errors[entry.name] = "symbolic link loop; not followed" if loop else e.strerror or str(e)
+                if e.errno == errno.ELOOP:  # links that point at each other
+                    kind = _LOOP
+                else:
+                    kind = _ERROR
+                    errors[entry.name] = e.strerror or str(e)
             entries.append(f"{entry.name}\0{kind}")
     entries.sort(key=None if all(map(str.isascii, entries)) else os.fsencode)
     return entries, errors
@@ -1522,13 +1532,16 @@ def _read_up_to(f: IO[bytes], size: int) -> bytes:
 def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Document | None:
     limit = options.max_doc_size
     try:
-        with open_input(path) as f:
-            if options.written and file_identity(os.fstat(f.fileno())) in options.written:
+        with _open_member(path) as (f, st):
+            if options.written and file_identity(st) in options.written:
                 on_problem(
                     Problem(path, "output", "a file this run writes (reached through a link); skipped")
                 )
                 return None
             data = _read_up_to(f, limit + 1)
+    except _NotAFile:
+        on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
+        return None
     except READ_ERRORS as e:
         on_problem(Problem(path, "unreadable", read_error(e, path)))
         return None
@@ -1543,6 +1556,33 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
             Problem(path, "too-large", f"file is over {size_text(limit)}; fingerprinted its first part")
         )
     return Document(printable(path), text, raw)
+
+
+class _NotAFile(Exception):
+    """A directory's member that is no longer a regular file when it is opened."""
+
+
+@contextlib.contextmanager
+def _open_member(path: str) -> Iterator[tuple[IO[bytes], os.stat_result]]:
+    """A directory's member opened to read (decompressed by its name), and its stat.
+    Opened without waiting: a file replaced by a named pipe after the directory was
+    listed held the run in open() for good (a review), waiting for a writer; it is
+    _NotAFile, as a pipe that was there when it was listed is. An empty compressed file
+    is cut short (EOFError), as gzip -d says; read, it gave an empty document."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb") as raw:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _NotAFile(path)
+        os.set_blocking(fd, True)
+        codec = codec_for(path)
+        if codec is None:
+            yield raw, st
+            return
+        if st.st_size == 0:
+            raise EOFError(path)
+        with codec.open(raw, "rb") as f:
+            yield f, st
 
 
 def looks_binary(data: bytes) -> bool:

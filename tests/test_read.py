@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import os
+import threading
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -246,6 +247,77 @@ def test_a_glob_that_matches_no_file_of_a_directory_is_warned_about(tmp_path: Pa
     (tmp_path / "empty").mkdir()
     empty = read([str(tmp_path / "empty")], ReadOptions(glob=("*",)))[1]
     assert [p.kind for p in empty] == ["empty-dir"]  # no file to match: said as that
+
+
+def test_a_folder_left_out_by_exclude_is_not_an_empty_directory(tmp_path: Path) -> None:
+    # Its files were never listed, so the directory read as empty: an error and exit 3
+    # where `--exclude 'drafts/*'` gave exit 0 (a review).
+    (tmp_path / "drafts").mkdir()
+    (tmp_path / "drafts" / "x.txt").write_text("a draft")
+    (tmp_path / "keep").mkdir()
+    for exclude in ("drafts", "drafts/*", "x.txt"):
+        assert read([str(tmp_path)], ReadOptions(exclude=(exclude,))) == ([], []), exclude
+    (tmp_path / "keep" / "y.txt").write_text("a page")
+    assert read([str(tmp_path)], ReadOptions(glob=("y*",), exclude=("keep", "drafts"))) == ([], [])
+
+
+def test_a_glob_passes_over_links_that_cannot_be_followed_alike(tmp_path: Path) -> None:
+    # A broken link the glob left out went quietly; links that point at each other were
+    # still errors (a review).
+    (tmp_path / "a.txt").write_text("alpha beta gamma")
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    (tmp_path / "dangling").symlink_to("nowhere")
+    docs, problems = read([str(tmp_path)], ReadOptions(glob=("*.txt",)))
+    assert [d.text for d in docs] == ["alpha beta gamma"] and problems == []
+    _, problems = read([str(tmp_path)], ReadOptions(glob=("loop1", "dangling")))
+    assert [(p.where, p.message) for p in problems] == [
+        (str(tmp_path / "dangling"), "broken symbolic link"),
+        (str(tmp_path / "loop1"), "symbolic link loop; not followed"),
+    ]
+
+
+def test_one_file_is_said_as_one(tmp_path: Path) -> None:
+    (tmp_path / "x.txt").write_text("text")
+    [problem] = read([str(tmp_path)], ReadOptions(glob=("*.md",)))[1]
+    assert problem.message.startswith("--glob '*.md' matched none of its 1 file (")
+
+
+def test_an_empty_compressed_file_in_a_directory_is_cut_short(tmp_path: Path) -> None:
+    # It was read as an empty document, without a word; `gzip -d` calls it cut short.
+    (tmp_path / "empty.gz").write_bytes(b"")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    docs, problems = read([str(tmp_path)])
+    assert [(d.id, d.text) for d in docs] == [(str(tmp_path / "empty.txt"), "")]
+    assert [(p.where, p.kind, p.message) for p in problems] == [
+        (str(tmp_path / "empty.gz"), "unreadable", "the gzip stream is cut short")
+    ]
+
+
+def test_a_file_that_became_a_named_pipe_after_the_listing_is_skipped_not_waited_on(
+    tmp_path: Path,
+) -> None:
+    # Replaced by a pipe between the directory's listing and its open(), a file held the
+    # run in open() for good, waiting for a writer (a review: a cron job that never ended).
+    (tmp_path / "a.txt").write_text("alpha beta")
+    os.mkfifo(tmp_path / "b.txt")
+    listing = read_module._listing
+
+    def stale(directory: str) -> tuple[list[str], dict[str, str]]:  # listed while b.txt was a file
+        entries, errors = listing(directory)
+        return [e[:-1] + read_module._FILE for e in entries], errors
+
+    result: list[tuple[list[Document], list[Problem]]] = []
+    with mock.patch.object(read_module, "_listing", stale):
+        reading = threading.Thread(target=lambda: result.append(read([str(tmp_path)])), daemon=True)
+        reading.start()
+        reading.join(timeout=30)
+    assert result, "the read waited on the pipe"
+    [(docs, problems)] = result
+    assert [d.text for d in docs] == ["alpha beta"]
+    assert [(p.where, p.kind, p.message) for p in problems] == [
+        (str(tmp_path / "b.txt"), "not-a-file", "not a regular file; skipped")
+    ]
 
 
 def test_binary_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
