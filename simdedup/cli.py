@@ -404,7 +404,7 @@ def _interrupted() -> ExitStatus:
 #: split a line, its ESC sequences would drive the terminal (clear it, set its title).
 #: Also the line and paragraph separators, and the marks and overrides that reorder
 #: the text after them (a name with U+202E shows its end reversed).
-_REORDERING = (0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_REORDERING = (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _CONTROL_ESCAPES = {
     **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))},
     **{ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"},

@@ -656,6 +656,7 @@ def test_ids_and_names_are_shown_as_they_are_and_cannot_drive_the_terminal(tmp_p
         "a\nb.txt",
         "a\\nb.txt",
         "e\u202ef.txt",
+        "g\u061ch.txt",  # the Arabic letter mark (a review)
     ]
     (folder / "d[").mkdir()
     for name in names:
@@ -673,6 +674,7 @@ def test_ids_and_names_are_shown_as_they_are_and_cannot_drive_the_terminal(tmp_p
         "a\\nb.txt",
         "a\\\\nb.txt",
         "e\\u202ef.txt",
+        "g\\u061ch.txt",
     )
     assert sorted(shown) == sorted(f"{folder}/{n}" for n in shown_as)
     assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stderr
