@@ -39,7 +39,17 @@ class Score:
 
     @property
     def precision(self) -> float:
+        """tp / (tp + fp); 1.0 where nothing is predicted a duplicate (0 / 0), for F1,
+        but shown as undefined (shown_precision)."""
         return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def shown_precision(self) -> float | None:
+        return self.precision if self.tp + self.fp else None
+
+    @property
+    def shown_recall(self) -> float | None:
+        return self.recall if self.tp + self.fn else None
 
     @property
     def recall(self) -> float:

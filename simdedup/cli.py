@@ -69,10 +69,12 @@ from .read import (
     SpanReader,
     Streams,
     Stretch,
+    argument_text,
     codec_for,
     file_identity,
     is_stream,
     json_type,
+    limited_text,
     load_json,
     looks_binary,
     open_input,
@@ -84,7 +86,6 @@ from .read import (
     record_lines,
     size_text,
     walk_reads,
-    whole_text,
 )
 from .report import (
     GROUP_COLUMNS,
@@ -774,6 +775,8 @@ def _named(ctx: click.Context, param: click.Parameter, value: str | None) -> str
 
 
 def _index_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if isinstance(value, tuple):  # index merge's INPUTS
+        return tuple(_index_file(ctx, param, v) for v in value)  # type: ignore[return-value]
     if value == "-":
         raise click.BadParameter("an index is a file, not stdin or stdout: name it (./- for a file named -)")
     if value is not None and value.endswith(("/", os.sep)):
@@ -1334,18 +1337,25 @@ def _refuse_stdout_clash(
         out = _regular(_stat_of(stream))
         if out is None:
             continue
-        if stdin is not None and os.path.samestat(stdin, out):
-            raise CliError(f"{name} is the file stdin reads; it would read {reads}")
+        clash = None
         path = None
         with contextlib.suppress(OSError):
             path = os.readlink(f"/proc/self/fd/{stream.fileno()}")  # Linux: the file's path
+        if stdin is not None and os.path.samestat(stdin, out):
+            clash = f"{name} is the file stdin reads; it would read {reads}"
         for source in sources:
+            if clash is not None:
+                break
             if source == STDIN:
                 continue
             if _names(source, out):
-                raise CliError(f"{name} is the input {source}; it would read {reads}")
-            if path and os.path.isdir(source) and walk_reads(source, path, options or ReadOptions()):
-                raise CliError(f"{name} is {path}, inside the input directory {source}, which would read it")
+                clash = f"{name} is the input {source}; it would read {reads}"
+            elif path and os.path.isdir(source) and walk_reads(source, path, options or ReadOptions()):
+                clash = f"{name} is {path}, inside the input directory {source}, which would read it"
+        if clash is not None:
+            if stream is sys.stderr:  # said, it is written into the input (`2>> bad.jsonl`)
+                _to_devnull(sys.stderr)  # the refusal is said nowhere: exit 2 says it
+            raise CliError(clash)
     out = _regular(_stat_of(sys.stdout))
     for path, what in outputs:
         if out is not None and path != "-" and _names(path, out):
@@ -2322,8 +2332,8 @@ def _read_whole(path: str, messages: Messages) -> Document:
     # binary file, which scan skips, is no document.
     if looks_binary(data):
         raise CliError(f"{path}: a binary file, which scan skips: nothing to compare")
-    text = whole_text(data[:MAX_DOC_SIZE], len(data) <= MAX_DOC_SIZE, path, messages.problem)
-    if len(data) > MAX_DOC_SIZE:
+    text, cut = limited_text(data, True, MAX_DOC_SIZE, path, messages.problem)
+    if cut:
         said = f"file is over {size_text(MAX_DOC_SIZE)}; compared on its first part, as scan fingerprints it"
         messages.problem(Problem(path, "too-large", said))
     return Document(printable(path), text, os.fsencode(path))
@@ -2378,7 +2388,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         raise CliError("stdin (-) is given twice, and it can be read once: give one of the two another way")
     messages = Messages(quiet=False, verbose=False)  # what reading a file replaced or took whole
     docs = [_read_whole(f, messages) for f in files] + [
-        Document(f"--text {i + 1}", t, b"") for i, t in enumerate(texts)
+        Document(f"--text {i + 1}", argument_text(t, f"--text {i + 1}", messages.problem), b"")
+        for i, t in enumerate(texts)
     ]
     hasher = FeatureHasher(settings.bits, settings.seed)
     (fa, fb), sketches, (ha, hb) = fingerprints_and_sketches([doc.text for doc in docs], settings, hasher)
@@ -2469,9 +2480,9 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             f"only {agree[0]} agrees" if len(agree) == 1 else f"{', '.join(map(str, agree)) or 'none'} agree"
         )
         if verify is None:
-            heads = "not used (--no-verify)"
+            heads = "not used: --no-verify"
         elif head_d is None:
-            heads = f"- (a document has {HEAD_TOKENS} tokens or fewer)"
+            heads = f"none: a document has {HEAD_TOKENS} tokens or fewer"
         else:
             reach = "within k" if head_d <= settings.distance else "beyond k"
             heads = f"{head_d} of {settings.bits} bits: {reach}"
@@ -2582,7 +2593,8 @@ def calibrate_command(
     if as_json:
         for s in scores:
             record = {"preset": s.preset, "distance": s.distance, "tp": s.tp, "fp": s.fp, "fn": s.fn}
-            record.update(precision=round(s.precision, 6), recall=round(s.recall, 6), f1=round(s.f1, 6))
+            shown = {"precision": s.shown_precision, "recall": s.shown_recall, "f1": s.f1}
+            record.update({k: None if v is None else round(v, 6) for k, v in shown.items()})
             _echo(json.dumps({**record, "best": top[s.preset] == s}))
     else:
         positives = sum(p.duplicate for p in pairs)
@@ -2592,7 +2604,8 @@ def calibrate_command(
         for s in scores:
             mark = "*" if top[s.preset] == s else " "
             _echo(
-                f"{s.preset:<{width}} {s.distance:2d}{mark}   {s.precision:.3f}   {s.recall:.3f}  {s.f1:.3f}"
+                f"{s.preset:<{width}} {s.distance:2d}{mark}   {_score(s.shown_precision)}   "
+                f"{_score(s.shown_recall)}  {s.f1:.3f}"
                 f"  {s.tp:5d}  {s.fp:5d}  {s.fn:5d}"
             )
     # A best k that scan serves only by comparing every pair is said so: with verification
@@ -2607,6 +2620,12 @@ def calibrate_command(
             f" of the input; its index serves k <= {serves} at {settings.bits} bits",
         )
     sys.exit(status)
+
+
+def _score(value: float | None) -> str:
+    """A score as calibrate's table shows it; undefined (0 / 0: nothing predicted a
+    duplicate, for precision) as "-", where it showed 1.000 (a review)."""
+    return f"{'-':>5}" if value is None else f"{value:.3f}"
 
 
 # ---------------------------------------------------------------- the stored index
@@ -2629,7 +2648,7 @@ def _hex(value: int, width: int) -> str:
 
 
 @index_group.command(name="info")
-@click.argument("path", type=click.Path())
+@click.argument("path", type=click.Path(), callback=_index_file)
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON object.")
 @click.option(
     "--top", type=click.IntRange(1), default=3, show_default=True, help="Largest buckets to show per table."
@@ -2645,6 +2664,10 @@ def index_info(path: str, as_json: bool, top: int) -> None:
       simdedup index info crawl.sdx --json
     """
     _refuse_stderr_into(_index_files(path))
+    out = _regular(_stat_of(sys.stdout))
+    for file, what in _index_files(path):  # `index info crawl.sdx >> crawl.sdx` broke it
+        if out is not None and _names(file, out):
+            raise CliError(f"stdout is {what}: the description would be written into it")
     header, size = read_header(path)
     stored = read_index(path)
     record = stored.fingerprint
@@ -2683,7 +2706,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         return
     extra = info["fingerprint"]
     lines = [
-        f"fingerprints: {len(stored):,}",
+        f"fingerprints: {len(stored)}",  # as --help says: `fingerprints: N`, for scripts
         "settings: " + " ".join(f"{k}={v}" for k, v in settings.items()),
         f"fingerprint: {extra.get('hash')}, spec version {extra.get('spec_version')}, "
         f"rjieba {extra.get('rjieba_version')}, jieba IDF table {extra.get('jieba_idf_xxh3')}, "
@@ -2731,8 +2754,8 @@ def index_info(path: str, as_json: bool, top: int) -> None:
 
 
 @index_group.command(name="merge")
-@click.argument("out", type=click.Path())
-@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.argument("out", type=click.Path(), callback=_index_file)
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(), callback=_index_file)
 @click.option(
     "--wait",
     type=Number(0),
@@ -2799,7 +2822,7 @@ QUERY_COLUMNS = ("id", "status", "fingerprint", "duplicate_of", "distance", "dup
 
 @index_group.command(name="query")
 @_reworded(no_verify=_AS_SCAN_WITHOUT_VERIFY)
-@click.argument("path", type=click.Path())
+@click.argument("path", type=click.Path(), callback=_index_file)
 @click.argument("sources", nargs=-1, type=_INPUT)
 @input_options
 @fingerprint_options

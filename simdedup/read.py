@@ -1137,10 +1137,17 @@ def _not_text(start: bytes, name: str) -> Problem | None:
             f"line: convert it to UTF-8 (iconv -f {unmarked} -t UTF-8)"
         )
         return Problem(name, "utf16", message)
+    if start == INDEX_MAGIC[:-1]:  # its first line (no NUL: it was read as lines), less its newline
+        message = "a stored index is not read as text: `simdedup index info` and `index query` read it"
+        return Problem(name, "binary-lines", message)
     if b"\0" in start:
         message = "its first line holds NUL bytes: binary data is not read as lines of text"
         return Problem(name, "binary-lines", message)
     return None
+
+
+#: How a stored index (store.MAGIC) begins: its first line.
+INDEX_MAGIC = b"\x89SDX\r\n"
 
 
 def _long_line(body: bytes, raw: bytes, where: str, limit: int, on_problem: OnProblem) -> Document:
@@ -1538,7 +1545,9 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
                     Problem(path, "output", "a file this run writes (reached through a link); skipped")
                 )
                 return None
-            data = _read_up_to(f, limit + 1)
+            data = _read_up_to(f, limit + _MARK_BYTES)
+            if (wide := _wide_encoding(data)) is not None and len(data) == limit + _MARK_BYTES:
+                data += f.read(_wide_bytes(wide, limit) - len(data))  # as many UTF-8 bytes
     except _NotAFile:
         on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
         return None
@@ -1549,13 +1558,40 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
         on_problem(Problem(path, "binary", "binary file; skipped"))
         return None
     raw = os.fsencode(path)
-    truncated = len(data) > limit
-    text = whole_text(data[:limit], not truncated, path, on_problem)
+    whole = len(data) < (limit + _MARK_BYTES if wide is None else _wide_bytes(wide, limit))
+    text, truncated = limited_text(data, whole, limit, path, on_problem)
     if truncated:
         on_problem(
             Problem(path, "too-large", f"file is over {size_text(limit)}; fingerprinted its first part")
         )
     return Document(printable(path), text, raw)
+
+
+#: Room for a byte-order mark, read beyond a file's --max-doc-size bytes.
+_MARK_BYTES = 4
+
+
+def _wide_bytes(encoding: str, limit: int) -> int:
+    """The bytes of UTF-16 or UTF-32 text that hold at least `limit` bytes of its UTF-8
+    (each code unit is one or more), its mark included."""
+    return (2 if encoding == "utf-16" else 4) * limit + _MARK_BYTES
+
+
+def limited_text(data: bytes, whole: bool, limit: int, where: str, on_problem: OnProblem) -> tuple[str, bool]:
+    """A file's text (whole_text) from its first bytes `data` (`whole`: all of it), cut
+    to its first `limit` bytes of UTF-8, as a line's text is (_truncated); and whether it
+    was cut. Counted in the file's bytes, a UTF-16 copy got half as much text and a
+    byte-order mark took three bytes of it: the same text over the limit had another
+    fingerprint (a review)."""
+    if _wide_encoding(data) is None:
+        body = data.removeprefix(codecs.BOM_UTF8)
+        cut = not whole or len(body) > limit
+        return _decoded(body[:limit], "utf-8", not cut, where, on_problem), cut
+    text = whole_text(data, whole, where, on_problem)
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) > limit:
+        text = codecs.getincrementaldecoder("utf-8")().decode(encoded[:limit])  # a character cut: left out
+    return text, not whole or len(encoded) > limit
 
 
 class _NotAFile(Exception):
@@ -1600,6 +1636,17 @@ def whole_text(data: bytes, final: bool, where: str, on_problem: OnProblem) -> s
     if encoding == "utf-8":
         data = data.removeprefix(codecs.BOM_UTF8)
     return _decoded(data, encoding, final, where, on_problem)
+
+
+def argument_text(text: str, where: str, on_problem: OnProblem) -> str:
+    """A text given on the command line, read as a file's: bytes that are not UTF-8
+    (which Python keeps as lone surrogates) replaced and reported. They went quietly,
+    where the same bytes in a file were said (a review)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return _decoded(text.encode("utf-8", "surrogateescape"), "utf-8", True, where, on_problem)
 
 
 def file_identity(st: os.stat_result) -> tuple[int, int]:

@@ -33,6 +33,7 @@ from .dedup import Deduplicator, Ids
 from .features import SCRIPT_FOLD
 from .fingerprint import FeatureHasher
 from .index import Layout
+from .read import INDEX_MAGIC
 from .settings import FINGERPRINT_SPEC_VERSION, HEAD_SPEC, Settings
 from .sketch import ALIKE_SKETCH_SPECS, SKETCH, SKETCH_SPEC
 from .status import (
@@ -59,7 +60,7 @@ from .verify import VerifyingDeduplicator
 # array is read: a truncated file is caught by its size, an altered one by the checksum.
 
 #: The first 8 bytes. The high byte and the CR LF catch a file mangled as text (as PNG's do).
-MAGIC = b"\x89SDX\r\n\x1a\n"
+MAGIC = INDEX_MAGIC + b"\x1a\n"
 #: Bumped when a reader of the previous version could not read the file correctly.
 #: 2 added the verification sketches, 3 the head fingerprints; files of versions 1 and 2
 #: are still read (rows without them).

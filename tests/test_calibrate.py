@@ -122,6 +122,20 @@ def test_cli_json_marks_the_best_distance(tmp_path: Path) -> None:
     assert sum(r["best"] for r in records if r["preset"] == "settings") == 1
 
 
+def test_cli_shows_precision_of_nothing_predicted_as_undefined(tmp_path: Path) -> None:
+    # With no pair within the distance, precision is 0 / 0: it showed 1.000 (a review).
+    path = tmp_path / "pairs.jsonl"
+    pairs = [("red green blue", "cats and dogs", True), ("one two three four", "five six seven", False)]
+    path.write_text("".join(json.dumps({"a": a, "b": b, "duplicate": d}) + "\n" for a, b, d in pairs))
+    result = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "0"])
+    assert result.exit_code == 0
+    [row] = [line.split() for line in result.stdout.splitlines() if line.startswith("settings ")]
+    assert row == ["settings", "0*", "-", "0.000", "0.000", "0", "0", "1"]
+    records = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "0", "--json"]).stdout
+    first = json.loads(records.splitlines()[0])
+    assert (first["precision"], first["recall"], first["f1"]) == (None, 0.0, 0.0)
+
+
 def test_cli_reads_pairs_as_scan_reads_jsonl(tmp_path: Path) -> None:
     # A trial: a .gz file was read as lines of binary (48 "not JSON" errors, then no
     # pairs), and a byte-order mark cost the first pair.

@@ -851,6 +851,32 @@ def test_an_index_whose_lock_cannot_be_made_is_not_called_in_use(tmp_path: Path)
     )
 
 
+@pytest.mark.parametrize(
+    "text",
+    [" ".join(f"w{i}" for i in range(400)), "".join(f"第{i}个文本和English{i}混在一起。" for i in range(90))],
+)
+def test_a_file_over_the_size_limit_is_cut_in_utf8_bytes_whatever_its_encoding(
+    tmp_path: Path, text: str
+) -> None:
+    # The limit counted a directory's file in its own bytes: a UTF-16 copy got half as
+    # much text, a UTF-32 one a quarter, and a byte-order mark took three bytes of it;
+    # the same text then had other fingerprints (a review).
+    folder = tmp_path / "tree"
+    folder.mkdir()
+    (folder / "utf8.txt").write_bytes(text.encode())
+    (folder / "bom.txt").write_bytes(codecs.BOM_UTF8 + text.encode())
+    (folder / "utf16.txt").write_bytes(text.encode("utf-16"))
+    (folder / "utf16be.txt").write_bytes(codecs.BOM_UTF16_BE + text.encode("utf-16-be"))
+    (folder / "utf32.txt").write_bytes(text.encode("utf-32"))
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(text.encode() + b"\n")
+    for limit in ("1K", "1000", "1001", "1002"):
+        result = run("fingerprint", str(folder), str(lines), "--max-doc-size", limit)
+        fps = {line.split("\t")[0] for line in result.stdout.splitlines()}
+        assert len(fps) == 1 and len(result.stdout.splitlines()) == 6, (limit, result.stdout)
+        assert result.stderr.count("fingerprinted its first") == 6
+
+
 def test_compare_fingerprints_a_file_as_scan_does_past_the_size_limit(tmp_path: Path) -> None:
     folder = tmp_path / "big"
     folder.mkdir()
@@ -1219,6 +1245,12 @@ def test_compare_says_what_it_replaced_takes_whole_or_cannot_read_twice(tmp_path
     bad.write_bytes(b"caf\xe9 au lait and more words\n")
     result = run("compare", str(bad), "--text", "cafe au lait and more words")
     assert f"{bad}: error: invalid UTF-8 at byte 4, decoded with replacement" in result.stderr
+    # The same byte in --text (argv keeps it as a lone surrogate) went quietly (a review).
+    given = run(
+        "compare", "--text", "caf\udce9 au lait and more words", "--text", "cafe au lait and more words"
+    )
+    assert given.stderr.splitlines() == ["--text 1: error: invalid UTF-8 at byte 4, decoded with replacement"]
+    assert given.stdout.splitlines()[0].split()[1] == result.stdout.splitlines()[0].split()[1]
     records = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     for path in records:
         path.write_text(json.dumps({"id": path.name, "text": LINE}) + "\n")

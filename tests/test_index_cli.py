@@ -905,6 +905,46 @@ def test_stderr_appended_to_an_index_is_refused_and_the_index_left_whole(
     assert not (tmp_path / "out.sdx").exists()
 
 
+def test_index_info_appended_to_its_index_is_refused_and_the_index_left_whole(index: Path) -> None:
+    # `index info seen.sdx >> seen.sdx` appended the description to the index and exited
+    # 0; every later run refused the file as corrupt (a review).
+    before = index.read_bytes()
+    for args in (["index", "info", str(index)], ["index", "info", str(index), "--json"]):
+        with index.open("ab") as stdout:
+            done = subprocess.run(
+                [sys.executable, "-m", "simdedup", *args], stdout=stdout, stderr=subprocess.PIPE
+            )
+        assert done.returncode == 2, args
+        assert b"stdout is the index" in done.stderr and index.read_bytes() == before
+
+
+def test_an_index_named_dash_is_refused_by_the_index_commands(
+    index: Path, day1: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `index merge - in.sdx` wrote a file named "-" (a review); --index - was refused.
+    monkeypatch.chdir(tmp_path)
+    for args in (
+        ["index", "merge", "-", str(index)],
+        ["index", "merge", "out.sdx", str(index), "-"],
+        ["index", "info", "-"],
+        ["index", "query", "-", str(day1)],
+    ):
+        result = run(*args)
+        assert result.exit_code == 2 and "an index is a file, not stdin or stdout" in result.stderr, args
+    assert not (tmp_path / "-").exists() and not (tmp_path / "out.sdx").exists()
+
+
+def test_an_index_read_as_text_is_refused(index: Path) -> None:
+    # Its first line holds no NUL byte, so it was read as lines: `index query seen.sdx
+    # seen.sdx` gave rows of garbage documents, and `scan seen.sdx` found duplicates in it.
+    for args in (["index", "query", str(index), str(index)], ["scan", str(index)], ["filter", str(index)]):
+        result = run(*args)
+        assert result.exit_code == 3, args
+        assert f"{index}: error: a stored index is not read as text" in result.stderr, args
+        assert "invalid UTF-8" not in result.stderr and str(index) + ":1" not in result.stdout, args
+    assert run("index", "query", str(index), "-", input=index.read_bytes()).exit_code == 3
+
+
 def test_a_second_sigterm_once_the_index_has_its_new_name_keeps_the_save_and_the_summary(
     index: Path, tmp_path: Path
 ) -> None:
