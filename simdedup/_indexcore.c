@@ -41,13 +41,17 @@ typedef struct {
     PyThreadState *released; /* the thread state while the GIL is released, else NULL */
 } Triples;
 
+static void triples_drop(Triples *t);
+
 static int triples_new(Triples *t, Py_ssize_t cap) {
     memset(t, 0, sizeof(*t));
     t->cap = cap < 64 ? 64 : cap;
     for (int c = 0; c < 3; c++) {
         t->col[c] = PyByteArray_FromStringAndSize(NULL, t->cap * 8);
-        if (!t->col[c])
+        if (!t->col[c]) {
+            triples_drop(t); /* the columns made before it (they leaked: a review) */
             return -1;
+        }
         t->at[c] = (int64_t *)PyByteArray_AS_STRING(t->col[c]);
     }
     return 0;
@@ -890,10 +894,8 @@ static PyObject *kinds(PyObject *self, PyObject *args) {
     PyObject *out = PyList_New(0);
     for (int i = 0; out && i < KINDS_N; i++) {
         PyObject *name = runs(i) ? PyUnicode_FromString(KINDS[i].name) : NULL;
-        if (runs(i) && (!name || PyList_Append(out, name) < 0)) {
-            Py_XDECREF(name);
-            Py_CLEAR(out);
-        }
+        if (runs(i) && (!name || PyList_Append(out, name) < 0))
+            Py_CLEAR(out); /* name released once, below (it was twice: a review) */
         Py_XDECREF(name);
     }
     return out;

@@ -2565,14 +2565,12 @@ def calibrate_command(
                 raise ValueError(
                     f"{a_field!r}, {b_field!r} must be text, {label_field!r} true or false (or 1, 0)"
                 )
-        except (ValueError, KeyError, TypeError, RecursionError) as e:
+        except (ValueError, KeyError, TypeError) as e:  # JsonRefused's message is whole
             what = (
                 f"missing field {e}"
                 if isinstance(e, KeyError)
                 else f"not JSON: {e}"
                 if isinstance(e, json.JSONDecodeError)
-                else "JSON nested too deeply to read (about 1,000 levels)"
-                if isinstance(e, RecursionError)
                 else str(e)
             )
             problems(Problem(where, "bad-record", what))

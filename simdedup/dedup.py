@@ -72,6 +72,8 @@ class Ids(Sequence[str]):
     def __getitem__(self, row: int) -> str:  # type: ignore[override]
         if row < 0:
             row += len(self._ends)
+            if row < 0:  # past the first: it wrapped to an id from the end (a review)
+                raise IndexError("Ids index out of range")
         start = self._ends[row - 1] if row else 0
         return self._blob[start : self._ends[row]].decode("utf-8", "surrogateescape")
 

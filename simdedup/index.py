@@ -541,6 +541,8 @@ class BlockIndex:
         layout: Layout | None = None,
     ) -> None:
         _check_distance(bits, distance)
+        if int(buffer_rows) < 1:  # 0 made an empty run at each add_many (a review)
+            raise ValueError(f"buffer_rows (rows held before a run is made) is 1 or more, not {buffer_rows}")
         self.bits = bits = int(bits)
         self.distance = distance = int(distance)
         self.layout = layout or Layout.for_(bits, distance)

@@ -549,7 +549,7 @@ def _json_object(line: bytes) -> bool:
     if not (line.startswith(b"{") and line.endswith(b"}")):
         return False
     try:
-        record = json.loads(line)
+        record = load_json(line.decode("utf-8", "replace"))
     except ValueError:
         return False
     return isinstance(record, dict) and any(isinstance(value, str) for value in record.values())
@@ -667,11 +667,15 @@ def _chunks(
 ) -> Iterator[Chunk | Problem]:
     first, wanted = 1, FIRST_CHUNK_BYTES
     pending = _Pending()
+    start: bytearray | None = bytearray()  # the file's first bytes, until its first line is judged
     try:
         for data in blocks:
-            if first == 1 and not pending and (problem := _not_text(_first_line(data), name)) is not None:
-                yield problem
-                return
+            if start is not None:
+                start += data
+                if (problem := _not_text(line := _first_line(bytes(start)), name)) is not None:
+                    yield problem
+                    return
+                start = None if len(line) < len(start) else start  # whole: a newline after it
             pending.add(data)
             # A chunk once `size` bytes are in, or when the writer goes quiet.
             due = len(pending) >= wanted or (waiting is not None and waiting())
@@ -781,12 +785,15 @@ def _spans(
         lines = _newlines(memoryview(buf)[:cut], marks) + (buf[cut - 1] != 0x0A)  # a last line without one
         return Span(name, first, lines, path, file, at, cut)
 
+    judged = False  # the first line
     try:
         while n := stream.readinto(memoryview(buf)[held:]):  # type: ignore[attr-defined]
-            if at == held == 0 and (problem := _not_text(_first_line(bytes(buf[:n])), name)) is not None:
-                yield problem
-                return
             held += n
+            if not judged:
+                if (problem := _not_text(line := _first_line(bytes(buf[:held])), name)) is not None:
+                    yield problem
+                    return
+                judged = len(line) < held  # whole: a newline after it
             if held < len(buf):  # a plain file fills it but at its end
                 continue
             if not (cut := buf.rfind(b"\n", 0, held) + 1):  # a line longer than it
@@ -1187,23 +1194,26 @@ def size_text(n: int) -> str:
 def _parse_record(
     text: str, raw: bytes, where: str, options: ReadOptions, on_problem: OnProblem
 ) -> Document | None:
+    # Byte-order marks where files were joined (cat a.jsonl b.jsonl) are no reason to drop
+    # a record, and a line of one is blank (it was `not JSON` but on the first line).
+    marks = len(text) - len(text := text.lstrip("\ufeff"))
     if not text.strip(JSON_SPACE):
         return None  # blank lines between records are not records (a no-break space is no blank)
-    try:  # byte-order marks where files were joined (cat a.jsonl b.jsonl) are no reason to drop a record
-        record = load_json(text.lstrip("\ufeff"))
+    try:
+        record = load_json(text)
     except json.JSONDecodeError as e:
         at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at"
-        on_problem(Problem(where, "bad-json", f"not JSON: {e.msg}{at} column {e.colno}"))
+        on_problem(Problem(where, "bad-json", f"not JSON: {e.msg}{at} column {e.colno + marks}"))
         return None
-    except RecursionError:
-        on_problem(Problem(where, "bad-json", "JSON nested too deeply to read (about 1,000 levels)"))
+    except JsonRefused as e:
+        on_problem(Problem(where, "bad-json", str(e)))
         return None
     if not isinstance(record, dict):
         on_problem(Problem(where, "bad-record", f"a JSON {json_type(record)}, not an object"))
         return None
     ident = record.get(options.id_field)
     if type(ident) is float or ident == 0 and type(ident) is int:  # 1e2, 1.10, -0: as written
-        ident = load_json(text.lstrip("\ufeff"), numbers_as_written=True)[options.id_field]
+        ident = load_json(text, numbers_as_written=True)[options.id_field]
     doc_id = where if ident is None else ident if type(ident) is str else _id_text(ident)
     if options.features_field is not None:
         if options.features_field not in record:
@@ -1289,16 +1299,57 @@ def _id_text(ident: object) -> str:
 def load_json(text: str, numbers_as_written: bool = False) -> Any:
     """json.loads, but an integer of more digits than int() converts stays its digits
     (_NumberText) instead of failing the record; only records holding one pay for it.
-    `numbers_as_written`: every number is a _NumberText. Raises json.JSONDecodeError, or
-    RecursionError for arrays or objects nested about 1,000 deep."""
-    if numbers_as_written:
-        return json.loads(text, parse_int=_NumberText, parse_float=_NumberText)
+    `numbers_as_written`: every number is a _NumberText. Raises json.JSONDecodeError,
+    or JsonRefused for what Python's reader takes but JSON is not (NaN, Infinity), and
+    for arrays or objects nested more than MAX_JSON_DEPTH deep."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise
-    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
-        return json.loads(text, parse_int=_long_int)
+        if numbers_as_written:
+            numbers = {"parse_int": _NumberText, "parse_float": _NumberText}
+            record = json.loads(text, **numbers, parse_constant=_constant)
+        else:
+            try:
+                record = _DECODER.decode(text)
+            except (json.JSONDecodeError, JsonRefused):
+                raise
+            except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+                record = json.loads(text, parse_int=_long_int, parse_constant=_constant)
+    except RecursionError:
+        raise JsonRefused(_TOO_DEEP) from None
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
+        raise JsonRefused(_TOO_DEEP)
+    return record
+
+
+class JsonRefused(ValueError):
+    """A line that is not JSON, or too deep, that Python's reader would take or fail on
+    its own way; its message is what is said of the record."""
+
+
+#: How deep arrays and objects may nest in a record. Python's reader fails at its own
+#: recursion limit, less the frames above it: about 976 levels in the main process, 966
+#: in a worker, so such a record was kept by `-j1` and left out by `-j2` (a review).
+MAX_JSON_DEPTH = 800
+_TOO_DEEP = f"JSON nested too deeply to read (more than {MAX_JSON_DEPTH:,} levels)"
+
+
+def _constant(name: str) -> Any:
+    """NaN, Infinity, -Infinity: Python's reader takes them, JSON has none (and jq and
+    strict readers downstream fail on a record that `filter` passed on: a review)."""
+    raise JsonRefused(f"not JSON: {name} is no JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_constant)
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _depth(text: str) -> int:
+    """How deep the arrays and objects of valid JSON `text` nest (its brackets outside
+    its strings)."""
+    depth = deepest = 0
+    for bracket in re.findall(r"[\[\]{}]", _JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

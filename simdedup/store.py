@@ -14,6 +14,7 @@ import datetime as dt
 import functools
 import importlib.util
 import json
+import math
 import os
 import re
 import stat
@@ -593,7 +594,7 @@ def _array_specs(header: Any, version: int) -> list[tuple[str, np.dtype, tuple[i
         shape = tuple(spec["shape"])
         if spec["name"] != name or np.dtype(spec["dtype"]) != dtype:
             raise ValueError(f"unexpected array {spec['name']!r}")
-        if not all(isinstance(s, int) and s >= 0 for s in shape) or len(shape) not in (1, 2):
+        if not all(isinstance(s, int) and 0 <= s < 1 << 48 for s in shape) or len(shape) not in (1, 2):
             raise ValueError(f"bad shape for {name}")
         out.append((name, dtype, shape))
     return out
@@ -663,7 +664,7 @@ def _read_header(path: str | os.PathLike[str], f: BinaryIO) -> tuple[dict[str, A
         raise _corrupt(path, f"unreadable header: {e}") from e
     expected = _PREAMBLE.size + header_len + _TRAILER.size
     for _, dtype, shape in specs:
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize  # Python's ints: int64's wrapped to 0 (a review)
         expected += nbytes + len(_padding(nbytes))
     if size != expected:
         why = "truncated" if size < expected else "extra bytes at the end"

@@ -305,6 +305,69 @@ def test_a_bad_jsonl_line_is_named_by_path_and_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
+def test_records_nested_past_a_fixed_depth_or_holding_nan_are_refused_in_every_mode(
+    tmp_path: Path, jobs: str
+) -> None:
+    # The depth at which a record was refused was Python's recursion limit less the
+    # frames above the reader: a record nested 970 deep was kept by -j1 and refused by
+    # -j2. NaN and Infinity, which Python's reader takes, were passed on to strict
+    # readers downstream (a review).
+    def nested(depth: int) -> str:
+        return f'{{"id": "d{depth}", "m": ' + "[" * depth + "]" * depth + ', "text": "a nested record"}'
+
+    lines = [nested(799), nested(800), nested(970), '{"id": "n", "text": "a b", "s": NaN}']  # 800 deep: kept
+    lines += ['{"id": "i", "text": "c d", "s": -Infinity}', '{"id": "ok", "text": "NaN in a text is text"}']
+    f = tmp_path / "deep.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    for args in ([str(f)], ["-", "--jsonl"]):
+        result = run("filter", *args, "--jobs", jobs, input=f.read_bytes())
+        assert result.exit_code == 3 and "Traceback" not in result.stderr
+        assert result.stdout.splitlines() == [lines[0], lines[5]]
+        errors = [line.split(": ", 2)[2] for line in result.stderr.splitlines()[:-1]]
+        assert errors == 2 * ["JSON nested too deeply to read (more than 800 levels)"] + [
+            "not JSON: NaN is no JSON value",
+            "not JSON: -Infinity is no JSON value",
+        ]
+
+
+def test_a_first_line_that_is_binary_past_the_first_read_refuses_the_whole_input(tmp_path: Path) -> None:
+    # Its NUL lay past the first 64 KiB: the first chunk's reader refused its first line
+    # and dropped the rest of that chunk (858 good records) without a word, and read the
+    # chunks after it (a review).
+    first = '{"id": "first", "text": "' + "a " * 40_000 + '\x00"}'
+    records = [
+        json.dumps({"id": i, "text": f"record number {i} with words w{i} x{i * 7}"}) for i in range(5000)
+    ]
+    f = tmp_path / "nul.jsonl"
+    f.write_text("\n".join([first, *records]) + "\n")
+    for jobs in ("1", "2"):
+        for command, args in (("filter", [str(f)]), ("filter", ["-"]), ("fingerprint", [str(f)])):
+            result = run(command, *args, "--jobs", jobs, input=f.read_bytes())
+            assert (result.exit_code, result.stdout) == (3, ""), (command, args, jobs)
+            assert "its first line holds NUL bytes" in result.stderr
+    # A deeply nested first line, read as a line of text (--jsonl forgotten): a traceback.
+    deep = tmp_path / "deep.txt"
+    deep.write_text('{"a": ' * 1000 + '"x"' + "}" * 1000 + "\nsecond line\n")
+    result = run("filter", str(deep))
+    assert result.exit_code == 0 and result.stdout == deep.read_text()
+
+
+def test_a_byte_order_mark_alone_on_a_line_is_a_blank_line_and_columns_count_it(tmp_path: Path) -> None:
+    # Where files were joined (cat a.jsonl b.jsonl): the mark alone was `not JSON` but on
+    # the first line, and a column after one was one short (a review).
+    f = tmp_path / "joined.jsonl"
+    f.write_bytes(
+        b'\xef\xbb\xbf\n{"id":1,"text":"alpha beta"}\n\xef\xbb\xbf\r\n{"id":2,"text":"gamma delta"}\r\n'
+        b'\xef\xbb\xbf{"id":3,x}\n'
+    )
+    result = run("filter", str(f))
+    assert result.stdout_bytes == b'{"id":1,"text":"alpha beta"}\n{"id":2,"text":"gamma delta"}\r\n'
+    assert result.stderr.splitlines()[0] == (
+        f"{f}:5: error: not JSON: Expecting property name enclosed in double quotes at column 10"
+    )
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
 def test_json_python_cannot_read_as_is_is_an_error_or_kept_and_the_run_goes_on(
     tmp_path: Path, jobs: str
 ) -> None:
@@ -326,7 +389,7 @@ def test_json_python_cannot_read_as_is_is_an_error_or_kept_and_the_run_goes_on(
     result = run("filter", str(f), "--jobs", jobs)
     assert result.exit_code == 3 and "Traceback" not in result.stderr
     assert result.stdout.splitlines() == [lines[0], lines[2], lines[3], lines[6]]
-    assert f"{f}:2: error: JSON nested too deeply to read (about 1,000 levels)" in result.stderr
+    assert f"{f}:2: error: JSON nested too deeply to read (more than 800 levels)" in result.stderr
     assert f"{f}:5: error: a non-string (int) 'text' field" in result.stderr
     assert f"{f}:6: error: a null 'text' field" in result.stderr
     ids = [line.split("\t")[1] for line in run("fingerprint", str(f), "--jobs", jobs).stdout.splitlines()]

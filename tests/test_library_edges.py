@@ -31,6 +31,7 @@ from simdedup import (
     near_pairs,
     read_documents,
 )
+from simdedup.dedup import Ids
 from simdedup.status import IndexSettingsError
 from simdedup.store import read_index
 
@@ -452,3 +453,21 @@ def _batches_in_a_pool_worker(jobs: int) -> str:
     except ValueError as e:
         return f"ValueError: {e}"
     return "ok" if sum(map(len, got)) == 200 else "short"
+
+
+def test_ids_refuse_a_negative_row_past_the_first() -> None:
+    # ids[-4] of three ids wrapped to the last (a review).
+    ids = Ids()
+    ids.extend(["a", "bb", "ccc"])
+    assert [ids[-1], ids[-3], ids[0], ids[2]] == ["ccc", "a", "a", "ccc"]
+    for row in (-4, -5, 3):
+        with pytest.raises(IndexError):
+            ids[row]
+
+
+def test_an_index_buffer_of_no_rows_is_refused() -> None:
+    # buffer_rows=0 made an empty run at each add_many, and the runs no longer tiled the
+    # rows (a review).
+    for rows in (0, -1):
+        with pytest.raises(ValueError, match="buffer_rows"):
+            BlockIndex(64, 3, buffer_rows=rows)

@@ -379,6 +379,29 @@ def test_an_altered_fingerprint_is_a_checksum_mismatch(small: Path) -> None:
         read_index(small)
 
 
+@pytest.mark.parametrize("shape", [[10**20], [2**32, 2**32], [2**62, 2**62]])
+def test_a_header_whose_shapes_overflow_is_corrupt_not_a_traceback(small: Path, shape: list[int]) -> None:
+    # An edited id_bytes shape raised OverflowError, or wrapped to 0 in int64 and passed
+    # the size check (its bytes taken out) to fail in np.empty: a traceback and exit 1
+    # (a review).
+    data = small.read_bytes()
+    header_len = struct.unpack("<I", data[12:16])[0]
+    header = json.loads(data[16 : 16 + header_len])
+    at, arrays = 16 + header_len, []
+    for spec in header["arrays"]:
+        size = int(np.prod(spec["shape"])) * np.dtype(spec["dtype"]).itemsize
+        size += -size % 8
+        arrays.append(b"" if spec["name"] == "id_bytes" else data[at : at + size])
+        at += size
+        if spec["name"] == "id_bytes":
+            spec["shape"] = shape
+    edited = json.dumps(header).encode()
+    edited += b" " * (-len(edited) % 8)
+    small.write_bytes(data[:12] + struct.pack("<I", len(edited)) + edited + b"".join(arrays) + data[at:])
+    with pytest.raises(IndexCorruptError):
+        read_index(small)
+
+
 def test_a_newer_format_version_asks_for_an_upgrade(small: Path) -> None:
     data = bytearray(small.read_bytes())
     data[8:12] = struct.pack("<I", FORMAT_VERSION + 1)
