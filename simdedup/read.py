@@ -570,7 +570,11 @@ def _jsonl_member(where: str) -> Problem:
 
 
 def _unnamed(where: str, field: str) -> Problem:
-    message = f"no {field!r} field (--id-field); records without one are named PATH:LINE"
+    """The first record has no id: said of a null one too ("no 'id' field" was, of a
+    field that is there; a review), and of a path into a field, which is not read."""
+    message = f"no {field!r} field, or a null one (--id-field); records without one are named PATH:LINE"
+    if "." in field:  # meta.id
+        message += "; --id-field names a top-level field"
     return Problem(where, "no-id", message)
 
 

@@ -1187,9 +1187,14 @@ def test_an_id_field_missing_from_a_first_record_is_warned_about_once(tmp_path: 
     misspelt = run("fingerprint", str(records), "--id-field", "ID", "-j", jobs)
     assert misspelt.exit_code == 0
     assert misspelt.stderr.count("warning") == 1
-    assert f"{records}:1: warning: no 'ID' field (--id-field)" in misspelt.stderr
+    assert f"{records}:1: warning: no 'ID' field, or a null one (--id-field)" in misspelt.stderr
     ids = [row.split("\t")[1] for row in misspelt.stdout.splitlines()]
     assert ids == [f"{records}:{i}" for i in (1, 2, 3)]
+    nested = run("fingerprint", str(records), "--id-field", "meta.id", "-j", jobs)
+    assert nested.stderr.splitlines() == [
+        f"{records}:1: warning: no 'meta.id' field, or a null one (--id-field); records without one are "
+        "named PATH:LINE; --id-field names a top-level field"
+    ]
     # The default field may be absent (ids are then PATH:LINE, as documented); a field
     # given and present is quiet too.
     for quiet in (["--id-field", "id"], ["--id-field", "text"], []):
