@@ -2784,7 +2784,9 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
         merged_runs: list[dict[str, Any]] = []
         for path in ([out] if os.path.exists(out) else []) + list(inputs):
             if any(_same_file(path, seen) for seen, _ in parts):
-                if not _same_file(path, out):  # OUT among the inputs: its rows are kept anyway
+                if _same_file(path, out):  # OUT among the inputs: its rows are kept anyway
+                    messages.warn(path, f"is {out}, the merge's output: its rows are in it already")
+                else:
                     messages.warn(path, "given twice; read once")
                 continue
             if os.path.exists(path) and not _same_file(path, out):  # a run may be writing it
@@ -2810,8 +2812,10 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
     for path, new in parts:
         if not _same_file(path, out):
             messages.info(f"{path}: {len(new):,} fingerprints added ({_counted(len(new.runs), 'run')})")
-    messages.info(
-        f"{out}: {len(merged):,} fingerprints from {len(parts)} index" + ("" if len(parts) == 1 else "es")
+    added = [new for path, new in parts if not _same_file(path, out)]
+    messages.info(  # OUT's own rows were counted as an index merged (a review)
+        f"{out}: {len(merged):,} fingerprints, {sum(map(len, added)):,} of them added from "
+        + _counted(len(added), "input")
     )
 
 

@@ -573,7 +573,8 @@ def test_index_merge_adds_each_shard_to_out(index: Path, tmp_path: Path) -> None
     result = run("index", "merge", str(index), *map(str, shards), str(index))
     assert result.exit_code == 0 and result.stdout == ""
     added = "".join(f"{shard}: 3 fingerprints added (1 run)\n" for shard in shards)
-    assert result.stderr == f"{added}{index}: 12 fingerprints from 3 indexes\n"
+    itself = f"{index}: warning: is {index}, the merge's output: its rows are in it already\n"
+    assert result.stderr == f"{itself}{added}{index}: 12 fingerprints, 6 of them added from 2 inputs\n"
     merged = read_index(index)
     assert snapshot(merged)[2] == ["monday"] * 6 + ["shard 0"] * 3 + ["shard 1"] * 3
     # A shard given twice is said so (it was left out quietly), and one index is one.
@@ -581,7 +582,7 @@ def test_index_merge_adds_each_shard_to_out(index: Path, tmp_path: Path) -> None
     again = run("index", "merge", str(alone), str(shards[0]), str(shards[0]))
     assert again.exit_code == 0 and again.stderr == (
         f"{shards[0]}: warning: given twice; read once\n"
-        f"{shards[0]}: 3 fingerprints added (1 run)\n{alone}: 3 fingerprints from 1 index\n"
+        f"{shards[0]}: 3 fingerprints added (1 run)\n{alone}: 3 fingerprints, 3 of them added from 1 input\n"
     )
 
 
