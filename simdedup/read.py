@@ -671,15 +671,12 @@ def _chunks(
 ) -> Iterator[Chunk | Problem]:
     first, wanted = 1, FIRST_CHUNK_BYTES
     pending = _Pending()
-    start: bytearray | None = bytearray()  # the file's first bytes, until its first line is judged
+    first_line = _FirstLine(name)
     try:
         for data in blocks:
-            if start is not None:
-                start += data
-                if (problem := _not_text(line := _first_line(bytes(start)), name)) is not None:
-                    yield problem
-                    return
-                start = None if len(line) < len(start) else start  # whole: a newline after it
+            if not first_line.whole and (problem := first_line.judge(data, 0, len(data))) is not None:
+                yield problem
+                return
             pending.add(data)
             # A chunk once `size` bytes are in, or when the writer goes quiet.
             due = len(pending) >= wanted or (waiting is not None and waiting())
@@ -789,15 +786,13 @@ def _spans(
         lines = _newlines(memoryview(buf)[:cut], marks) + (buf[cut - 1] != 0x0A)  # a last line without one
         return Span(name, first, lines, path, file, at, cut)
 
-    judged = False  # the first line
+    first_line = _FirstLine(name)
     try:
         while n := stream.readinto(memoryview(buf)[held:]):  # type: ignore[attr-defined]
+            if not first_line.whole and (problem := first_line.judge(buf, held, held + n)) is not None:
+                yield problem
+                return
             held += n
-            if not judged:
-                if (problem := _not_text(line := _first_line(bytes(buf[:held])), name)) is not None:
-                    yield problem
-                    return
-                judged = len(line) < held  # whole: a newline after it
             if held < len(buf):  # a plain file fills it but at its end
                 continue
             if not (cut := buf.rfind(b"\n", 0, held) + 1):  # a line longer than it
@@ -1113,13 +1108,30 @@ def _unmarked_utf16(start: bytes) -> str | None:
     return None
 
 
-def _first_line(data: bytes) -> bytes:
-    """The first line of `data` without its newline (all of it without one): what the
-    readers line by line judge a stream by (_not_text). The first read whole, 64 KiB,
-    let ASCII lines after a first line of UTF-16 thin out its NULs: the first chunk was
-    refused and the rest of the file read (a session's review)."""
-    end = data.find(b"\n")
-    return data if end < 0 else data[:end]
+class _FirstLine:
+    """A stream's first line, judged (_not_text) as its pieces are read: the first piece
+    up to the line's end, the next ones for NUL bytes only, until the end has come.
+    - Up to its end: the first read whole, 64 KiB, let ASCII lines after a first line of
+      UTF-16 thin out its NULs; the first chunk was refused and the rest of the file read
+      (a session's review).
+    - Past the first read: judged on it alone, a first line longer than it passed; the
+      chunk reader then refused that line and dropped the rest of its chunk without a
+      word, and read the chunks after it (a review: 858 good records lost)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.started = self.whole = False
+
+    def judge(self, data: bytes | bytearray, start: int, end: int) -> Problem | None:
+        """Why the stream is refused, given its bytes data[start:end] that follow those
+        judged before; or None."""
+        stop = data.find(b"\n", start, end)
+        self.whole = stop >= 0
+        stop = stop if self.whole else end
+        if not self.started:
+            self.started = True
+            return _not_text(bytes(data[start:stop]), self.name)
+        return _binary_lines(self.name) if data.find(b"\0", start, stop) >= 0 else None
 
 
 def _not_text(start: bytes, name: str) -> Problem | None:
@@ -1152,9 +1164,13 @@ def _not_text(start: bytes, name: str) -> Problem | None:
         message = "a stored index is not read as text: `simdedup index info` and `index query` read it"
         return Problem(name, "binary-lines", message)
     if b"\0" in start:
-        message = "its first line holds NUL bytes: binary data is not read as lines of text"
-        return Problem(name, "binary-lines", message)
+        return _binary_lines(name)
     return None
+
+
+def _binary_lines(name: str) -> Problem:
+    message = "its first line holds NUL bytes: binary data is not read as lines of text"
+    return Problem(name, "binary-lines", message)
 
 
 #: How a stored index (store.MAGIC) begins: its first line.
