@@ -977,6 +977,14 @@ def _settings(kw: dict[str, Any]) -> Settings:
             f"--ngram is the length of --tokenizer chars's features; with --tokenizer {kw['tokenizer']} "
             "it would do nothing"
         )
+    if kw.get("features_field") is not None and (text := [n for n in _TEXT_SETTINGS if _given(n)]):
+        # Taken and ignored, they were recorded in --index, which then refused a run
+        # without them whose fingerprints were the same (a review).
+        option = "--fold/--no-fold" if text[0] == "fold" else f"--{text[0].replace('_', '-')}"
+        raise click.UsageError(
+            f"{option} is how a text becomes weighted features, and --features-field records "
+            "give theirs: it would do nothing"
+        )
     return Settings(
         tokenizer=kw.pop("tokenizer"),
         ngram=kw.pop("ngram"),
@@ -987,6 +995,10 @@ def _settings(kw: dict[str, Any]) -> Settings:
         bits=int(kw.pop("bits")),
         distance=kw.pop("distance"),
     )
+
+
+#: The settings that make a text's features and weights (nothing of a record's given ones).
+_TEXT_SETTINGS = ("tokenizer", "ngram", "shingle", "weights", "top_k", "fold")
 
 
 def _read_options(kw: dict[str, Any], sources: list[str]) -> ReadOptions:

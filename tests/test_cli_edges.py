@@ -746,6 +746,33 @@ def test_a_newline_or_tab_in_a_name_splits_no_csv_row_on_a_terminal_nor_a_compar
 # ---------------------------------------------------------------- given weights
 
 
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        (["--top-k", "2"], "--top-k"),
+        (["--weights", "binary"], "--weights"),
+        (["--shingle", "3"], "--shingle"),
+        (["--tokenizer", "chars"], "--tokenizer"),
+        (["--no-fold"], "--fold/--no-fold"),
+    ],
+)
+def test_text_settings_beside_given_features_are_refused(
+    tmp_path: Path, option: list[str], named: str
+) -> None:
+    # Taken and ignored, --top-k 2 was recorded in --index, which then refused the next
+    # run without it, whose fingerprints were the same (a review).
+    f = tmp_path / "vectors.jsonl"
+    f.write_text('{"id": "a", "features": {"alpha": 3, "beta": 1}}\n')
+    index = tmp_path / "seen.sdx"
+    for command in ("fingerprint", "scan", "filter"):
+        args = [command, str(f), "--features-field", "features", *option]
+        result = run(*args, *(["--index", str(index)] if command != "fingerprint" else []))
+        assert result.exit_code == 2, (command, result.stderr)
+        assert f"Error: {named} is how a text becomes weighted features" in result.stderr
+    assert not index.exists()
+    assert run("scan", str(f), "--features-field", "features", "--bits", "128", "-q").exit_code == 0
+
+
 def test_weights_that_are_not_finite_or_overflow_are_errors_not_a_crash(tmp_path: Path) -> None:
     f = tmp_path / "vectors.jsonl"
     f.write_text(
