@@ -208,6 +208,9 @@ class Deduplicator:
             return decisions
         bits, k = self.settings.bits, self.index.distance
         words = fingerprint_array([fps[i] for i in present], bits)
+        pairs = near_pair_arrays(words, bits, k, compiled=self.index.compiled)
+        if crowded_batch(len(pairs[0]), len(present)):
+            return split_batch(self, docs, fps, given)
         stored_rows, stored_ds = self.index.nearest_many(words)
         kept = stored_rows < 0
         # A document with an earlier near one in this batch depends on whether that one
@@ -216,9 +219,7 @@ class Deduplicator:
         target = np.full(len(present), -1, dtype=np.int64)  # batch position duplicated
         target_d = np.zeros(len(present), dtype=np.int64)
         earlier: dict[int, list[tuple[int, int]]] = {}
-        for i, j, d in zip(
-            *(a.tolist() for a in near_pair_arrays(words, bits, k, compiled=self.index.compiled))
-        ):
+        for i, j, d in zip(*(a.tolist() for a in pairs)):
             earlier.setdefault(j, []).append((i, d))
         for j in sorted(earlier):
             best = (int(stored_ds[j]), 0, int(stored_rows[j])) if stored_rows[j] >= 0 else None
@@ -262,6 +263,33 @@ class Deduplicator:
         checked_documents(docs)
         fps = fingerprint_documents(docs, self.settings, self.hashfunc, compiled=True)
         return self.decide_many(docs, fps)
+
+
+#: A batch whose documents are near each other more than this many times a document
+#: (templated pages: boilerplate with a few words changed) is decided in halves, one
+#: after the other: the same decisions, as if each document were decided in turn. Each
+#: pair within a batch became a candidate in Python: 4,096 such pages, 8.4M pairs, took
+#: 35 s and 9 GB (a review); the half after the first meets only what the first kept.
+CROWDED_PAIRS_PER_DOCUMENT = 16
+#: The smallest batch that is split.
+SPLIT_ROWS = 64
+
+
+def crowded_batch(pairs: int, documents: int) -> bool:
+    """Whether a batch of `documents` with `pairs` near pairs within it is decided in halves."""
+    return documents >= SPLIT_ROWS and pairs > CROWDED_PAIRS_PER_DOCUMENT * documents
+
+
+def split_batch(
+    dd: Deduplicator, docs: Sequence[Document], fps: Sequence[int | None], given: tuple[Any, ...]
+) -> list[Decision]:
+    """_decide_batch of a crowded batch (crowded_batch): its first half, then its second."""
+    half = len(docs) // 2
+    parts = (list(range(half)), list(range(half, len(docs))))
+    decisions: list[Decision] = []
+    for rows in parts:
+        decisions += dd._decide_batch([docs[i] for i in rows], [fps[i] for i in rows], *dd._take(given, rows))
+    return decisions
 
 
 #: Twins are decided apart (_decide_with_twins) once they make more pairs than this many

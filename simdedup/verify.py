@@ -20,7 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from .dedup import Decision, Deduplicator, Ids, _as_fingerprint_array, _repeated, checked_documents
+from .dedup import (
+    Decision,
+    Deduplicator,
+    Ids,
+    _as_fingerprint_array,
+    _repeated,
+    checked_documents,
+    crowded_batch,
+    split_batch,
+)
 from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
 from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
@@ -306,9 +315,12 @@ class VerifyingDeduplicator(Deduplicator):
                     decisions[i] = Decision(docs[i], None, "empty")
         if not present:
             return decisions
-        mine, has_mine = self._batch_sketches(docs, present, sketches)
         bits, k = self.settings.bits, self.index.distance
         fparray = fingerprint_array([fps[i] for i in present], bits)
+        first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
+        if crowded_batch(len(first), len(present)):
+            return split_batch(self, docs, fps, given)
+        mine, has_mine = self._batch_sketches(docs, present, sketches)
         # Once the indexes are large, the head index is searched in one thread and half
         # of the other index's tables in another, beside this one's half: most of those
         # searches is then compiled loops that release the GIL, so the threads share the
@@ -325,7 +337,6 @@ class VerifyingDeduplicator(Deduplicator):
                 q, rows, ds, sims = (np.concatenate(x) for x in found)
             else:
                 q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
-            first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
             pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first, pair_ds)
             ok = ~(pair_sims < self.min_jaccard)
             first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
