@@ -9,7 +9,7 @@ apart keeps A and C. Never prints; works a batch of documents at a time.
 from __future__ import annotations
 
 from array import array
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, Literal, NamedTuple
@@ -139,6 +139,8 @@ class Deduplicator:
             )
         self.index = index if index is not None else BlockIndex(self.settings.bits, self.settings.distance)
         self.ids = Ids()
+        # Twins kept in earlier batches (_decide_with_twins): twin key -> (row, id).
+        self._kept_twins: OrderedDict[Any, tuple[int, str]] = OrderedDict()
 
     def extend(self, fps: np.ndarray | Iterable[int], ids: Ids | Iterable[str]) -> None:
         """Preload kept documents (e.g. from a stored index): they get the next rows.
@@ -331,6 +333,7 @@ def _decide_with_twins(
     decisions: list[Decision] = [None] * len(docs)  # type: ignore[list-item]
     stretch: list[int] = []
     in_stretch: set[Any] = set()
+    followers: list[tuple[int, int]] = []  # (i, the twin in the stretch it follows)
     last: dict[Any, tuple[Decision, int]] = {}  # key -> its last decided twin, the kept count then
     kept = 0
 
@@ -344,25 +347,52 @@ def _decide_with_twins(
             kept += decision.status == "unique"
             if keys[i] is not None:
                 last[keys[i]] = (decision, kept)
+                if decision.status == "unique":
+                    dd._kept_twins[keys[i]] = (decision.row, decision.doc.id)
+        for i, twin in followers:  # only twins of it came between: nothing was kept there
+            decisions[i] = _as_twin(decisions[twin], docs[i], fps[i])
+        while len(dd._kept_twins) > KEPT_TWINS:
+            dd._kept_twins.popitem(last=False)
         stretch.clear()
         in_stretch.clear()
+        followers.clear()
 
     for i, key in enumerate(keys):
         if key is not None:
+            if (seen := dd._kept_twins.get(key)) is not None:  # kept in an earlier batch
+                dd._kept_twins.move_to_end(key)
+                decisions[i] = Decision(docs[i], fps[i], "duplicate", seen[0], seen[1], 0)
+                continue
             if key in in_stretch:
+                if keys[stretch[-1]] == key:  # right after its twin: decided as that twin is
+                    followers.append((i, stretch[-1]))
+                    continue
                 decide_stretch()
             twin, kept_then = last.get(key, (None, -1))
-            if twin is not None and twin.status == "unique":
-                decisions[i] = Decision(docs[i], fps[i], "duplicate", twin.row, twin.doc.id, 0)
-                continue
-            if twin is not None and kept_then == kept and not stretch:
-                decisions[i] = twin._replace(doc=docs[i], fingerprint=fps[i])
+            if twin is not None and (twin.status == "unique" or kept_then == kept and not stretch):
+                decisions[i] = _as_twin(twin, docs[i], fps[i])
                 continue
             in_stretch.add(key)
         stretch.append(i)
     if stretch:
         decide_stretch()
     return decisions
+
+
+#: Twins kept in earlier batches that a Deduplicator remembers (the most recently met):
+#: a footer line after every line was a twin of its first copy in each batch, and broke
+#: each into stretches of two or three documents, 8 to 30 times slower (a review).
+KEPT_TWINS = 4096
+
+
+def _as_twin(twin: Decision, doc: Document, fp: int | None) -> Decision:
+    """The decision of a document whose twin was decided as `twin`, with no document
+    kept between them: a duplicate of a kept twin at distance 0 (any better candidate
+    would have been the twin's), or the twin's own decision (its candidates are the
+    twin's, and so are its head's crowd and its verification)."""
+    if twin.status == "unique":
+        return Decision(doc, fp, "duplicate", twin.row, twin.doc.id, 0)
+    return twin._replace(doc=doc, fingerprint=fp)
 
 
 def checked_documents(docs: Sequence[Document]) -> None:

@@ -592,6 +592,48 @@ def test_a_batch_of_templated_pages_is_decided_in_halves_as_one_at_a_time(
     assert 2 < sum(status == "unique" for status, *_ in expected) < len(batch) // 2
 
 
+@pytest.mark.parametrize("layout", ["footer", "four in a row"])
+@pytest.mark.parametrize("verify", [True, False])
+def test_copies_across_batches_and_in_a_row_decide_as_one_at_a_time_in_few_stretches(
+    layout: str, verify: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A footer after every line was a twin of its first copy in each batch, and each
+    line four times in a row a twin of the one before: both broke every batch into
+    stretches of one to three documents, each decided in full, 8 to 30 times slower (a
+    review). A twin kept in an earlier batch, or right before, decides its copies."""
+    stretches: list[int] = []
+    decide_batch = Deduplicator._decide_batch if not verify else VerifyingDeduplicator._decide_batch
+
+    def counted(self: Deduplicator, docs: list[Document], *rest: object) -> list[object]:
+        stretches.append(len(docs))
+        return decide_batch(self, docs, *rest)  # type: ignore[arg-type]
+
+    rng = random.Random(41)
+    vocabulary = [f"w{i}" for i in range(500)]
+    lines = [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(8, 40))) for _ in range(300)]
+    lines += lines[:20]  # copies far apart, each a twin of nothing in its batch
+    footer = "share this article on social media copyright example inc"
+    if layout == "footer":
+        texts = [t for line in lines for t in (line, footer)]
+    else:
+        texts = [line for line in lines for _ in range(4)]
+    settings = Settings()
+    batch = docs(*texts)
+    fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
+    dd = VerifyingDeduplicator(settings) if verify else Deduplicator(settings)
+    if verify:
+        expected = one_at_a_time(dd, batch, fps, text_sketches(texts))  # type: ignore[arg-type]
+    else:
+        one = Deduplicator(settings)
+        expected = [(d.status, d.row, d.duplicate_of, d.distance) for d in map(one.decide, batch, fps)]
+    monkeypatch.setattr(VerifyingDeduplicator if verify else Deduplicator, "_decide_batch", counted)
+    got = []
+    for lo in range(0, len(batch), 100):
+        got += dd.decide_many(batch[lo : lo + 100], fps[lo : lo + 100])
+    assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+    assert len(stretches) <= 2 * (len(batch) // 100 + 1), stretches  # one or two a batch
+
+
 def test_copies_decide_without_verification_as_one_at_a_time() -> None:
     rng = random.Random(3)
     pool = [" ".join(f"w{rng.randrange(30)}" for _ in range(rng.randint(2, 12))) for _ in range(30)]
