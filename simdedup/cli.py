@@ -1347,29 +1347,43 @@ def _refuse_stdout_clash(
         ("stderr", sys.stderr, "its own messages"),
     ):
         out = _regular(_stat_of(stream))
-        if out is None:
-            continue
-        clash = None
-        path = None
-        with contextlib.suppress(OSError):
-            path = os.readlink(f"/proc/self/fd/{stream.fileno()}")  # Linux: the file's path
-        if stdin is not None and os.path.samestat(stdin, out):
-            clash = f"{name} is the file stdin reads; it would read {reads}"
-        for source in sources:
-            if clash is not None:
-                break
-            if source == STDIN:
-                continue
-            if _names(source, out):
-                clash = f"{name} is the input {source}; it would read {reads}"
-            elif path and os.path.isdir(source) and walk_reads(source, path, options or ReadOptions()):
-                clash = f"{name} is {path}, inside the input directory {source}, which would read it"
-        if clash is not None:
+        if out is not None and (clash := _read_back(name, stream, out, reads, stdin, sources, options)):
             if stream is sys.stderr:  # said, it is written into the input (`2>> bad.jsonl`)
                 _to_devnull(sys.stderr)  # the refusal is said nowhere: exit 2 says it
             raise CliError(clash)
+    _refuse_stdout_into(outputs)
+
+
+def _read_back(
+    name: str,
+    stream: IO[Any],
+    out: os.stat_result,
+    reads: str,
+    stdin: os.stat_result | None,
+    sources: Sequence[str],
+    options: ReadOptions | None,
+) -> str | None:
+    """How stdout or stderr (`name`, the regular file `out`) is a file the run reads, or None."""
+    if stdin is not None and os.path.samestat(stdin, out):
+        return f"{name} is the file stdin reads; it would read {reads}"
+    path = None
+    with contextlib.suppress(OSError):
+        path = os.readlink(f"/proc/self/fd/{stream.fileno()}")  # Linux: the file's path
+    for source in sources:
+        if source == STDIN:
+            continue
+        if _names(source, out):
+            return f"{name} is the input {source}; it would read {reads}"
+        if path and os.path.isdir(source) and walk_reads(source, path, options or ReadOptions()):
+            return f"{name} is {path}, inside the input directory {source}, which would read it"
+    return None
+
+
+def _refuse_stdout_into(files: Iterable[tuple[str, str]]) -> None:
+    """Refuse a stdout redirected to one of `files` (path, how messages name it): an
+    output of the run, or an index (`index info crawl.sdx >> crawl.sdx` broke it)."""
     out = _regular(_stat_of(sys.stdout))
-    for path, what in outputs:
+    for path, what in files:
         if out is not None and path != "-" and _names(path, out):
             raise CliError(f"stdout and {what} are the same file, {path}")
 
@@ -2674,10 +2688,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
       simdedup index info crawl.sdx --json
     """
     _refuse_stderr_into(_index_files(path))
-    out = _regular(_stat_of(sys.stdout))
-    for file, what in _index_files(path):  # `index info crawl.sdx >> crawl.sdx` broke it
-        if out is not None and _names(file, out):
-            raise CliError(f"stdout is {what}: the description would be written into it")
+    _refuse_stdout_into(_index_files(path))
     header, size = read_header(path)
     stored = read_index(path)
     record = stored.fingerprint

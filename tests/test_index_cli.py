@@ -916,7 +916,7 @@ def test_index_info_appended_to_its_index_is_refused_and_the_index_left_whole(in
                 [sys.executable, "-m", "simdedup", *args], stdout=stdout, stderr=subprocess.PIPE
             )
         assert done.returncode == 2, args
-        assert b"stdout is the index" in done.stderr and index.read_bytes() == before
+        assert b"stdout and the index" in done.stderr and index.read_bytes() == before
 
 
 def test_an_index_named_dash_is_refused_by_the_index_commands(
