@@ -9,6 +9,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* The loops that compare fingerprints and sketches are built three times, and the module
@@ -677,6 +678,7 @@ static PyObject *pairs(PyObject *self, PyObject *args) {
 struct Similarity {
     const uint64_t *a, *b;
     const int64_t *a_rows, *b_rows, *visit;
+    const uint8_t *a_has, *b_has; /* whether each row has a sketch; NULL: all have (pair_similarity) */
     Py_ssize_t a_count, b_count, words, pairs;
     int bits;
     uint64_t lanes;
@@ -729,24 +731,32 @@ WIDE static inline void chunk_counts_wide(const uint64_t *x_row, const uint64_t 
 HOT int similarities_body(const Similarity *s, int wide) {
     int64_t codes = ((int64_t)1 << s->bits) - 1;
     Py_ssize_t words = s->words, chunks = (words + CHUNK - 1) / CHUNK;
-    /* left[r * (chunks + 1) + c]: a's row r's non-empty bins in chunks c.. */
+    /* left[r * (chunks + 1) + c]: a's row r's non-empty bins in chunks c.., counted when a
+     * pair of row r first needs them (ready[r]): a search of a small run has few pairs. */
     int64_t *left = calloc((size_t)(s->a_count * (chunks + 1) + 1), 8);
-    if (!left)
+    char *ready = calloc((size_t)s->a_count + 1, 1);
+    if (!left || !ready) {
+        free(left), free(ready);
         return -1;
-    if (s->at_least > 0)
-        for (Py_ssize_t r = 0; r < s->a_count; r++) {
-            int64_t *row = left + r * (chunks + 1);
+    }
+    for (Py_ssize_t v = 0; v < s->pairs; v++) {
+        int64_t t = s->visit ? s->visit[v] : v, ra = s->a_rows[t], rb = s->b_rows[t];
+        if (s->a_has && !(s->a_has[ra] && s->b_has[rb])) {
+            s->out[t] = NAN; /* a side without a sketch: decided on the fingerprint */
+            continue;
+        }
+        if (s->at_least > 0 && !ready[ra]) {
+            int64_t *row = left + ra * (chunks + 1);
             for (Py_ssize_t w = words - 1; w >= 0; w--) {
-                uint64_t x = s->a[r * words + w], nonzero = x;
+                uint64_t x = s->a[ra * words + w], nonzero = x;
                 for (int i = 1; i < s->bits; i++)
                     nonzero |= x >> i;
                 row[w / CHUNK] += popcount(nonzero & s->lanes);
             }
             for (Py_ssize_t c = chunks - 1; c >= 0; c--)
                 row[c] += row[c + 1];
+            ready[ra] = 1;
         }
-    for (Py_ssize_t v = 0; v < s->pairs; v++) {
-        int64_t t = s->visit[v], ra = s->a_rows[t], rb = s->b_rows[t];
         const uint64_t *x_row = s->a + ra * words, *y_row = s->b + rb * words;
         int64_t sums[3] = {0, 0, 0}; /* agree, both, either */
         int rejected = 0;
@@ -780,8 +790,21 @@ HOT int similarities_body(const Similarity *s, int wide) {
             s->out[t] = estimate < 0.0 ? 0.0 : estimate > 1.0 ? 1.0 : estimate;
         }
     }
-    free(left);
+    free(left), free(ready);
     return 0;
+}
+
+/* The sketches a and b (rows of s->words uint64 words) viewed into s: 1, or 0 with an exception. */
+static int sketches_of(Views *v, Similarity *s, PyObject *a, PyObject *b) {
+    if (s->words < 1 || s->bits < 1 || s->bits > 8) {
+        PyErr_SetString(PyExc_ValueError, "sketches of one word or more, codes of 1 to 8 bits");
+        return 0;
+    }
+    s->a_count = items_of(a, 8 * s->words);
+    s->b_count = items_of(b, 8 * s->words);
+    s->a = buffer_of(v, a, s->a_count * s->words, 8, 0, "a");
+    s->b = s->a ? buffer_of(v, b, s->b_count * s->words, 8, 0, "b") : NULL;
+    return s->b != NULL;
 }
 
 static PyObject *pair_similarity(PyObject *self, PyObject *args) {
@@ -792,17 +815,11 @@ static PyObject *pair_similarity(PyObject *self, PyObject *args) {
                           &s.words, &out))
         return NULL;
     s.lanes = lanes;
+    s.a_has = s.b_has = NULL;
     Views v = {.n = 0};
-    if (s.words < 1 || s.bits < 1 || s.bits > 8) {
-        PyErr_SetString(PyExc_ValueError, "sketches of one word or more, codes of 1 to 8 bits");
-        return NULL;
-    }
-    s.a_count = items_of(a, 8 * s.words);
-    s.b_count = items_of(b, 8 * s.words);
     s.pairs = items_of(visit, 8);
-    s.a = buffer_of(&v, a, s.a_count * s.words, 8, 0, "a");
-    s.b = s.a ? buffer_of(&v, b, s.b_count * s.words, 8, 0, "b") : NULL;
-    s.a_rows = s.b ? buffer_of(&v, a_rows, s.pairs, 8, 0, "a_rows") : NULL;
+    int given = sketches_of(&v, &s, a, b);
+    s.a_rows = given ? buffer_of(&v, a_rows, s.pairs, 8, 0, "a_rows") : NULL;
     s.b_rows = s.a_rows ? buffer_of(&v, b_rows, s.pairs, 8, 0, "b_rows") : NULL;
     s.visit = s.b_rows ? buffer_of(&v, visit, s.pairs, 8, 0, "visit") : NULL;
     s.out = s.visit ? buffer_of(&v, out, s.pairs, 8, 1, "out") : NULL;
@@ -827,6 +844,125 @@ static PyObject *pair_similarity(PyObject *self, PyObject *args) {
     if (status)
         return PyErr_NoMemory();
     Py_RETURN_NONE;
+}
+
+/* The pairs (a_rows, rows) copied to (pa, pb), with their places in `place`, by groups
+ * of rows >> shift, ascending, each group in the pairs' order: read in this order, each
+ * group's sketches of b are read together. A counting sort; -1 where memory ran out. */
+static int by_row_group(const int64_t *a_rows, const int64_t *rows, Py_ssize_t n, int shift, int64_t *pa,
+                        int64_t *pb, int64_t *place) {
+    int64_t groups = 0;
+    for (Py_ssize_t t = 0; t < n; t++)
+        if ((rows[t] >> shift) + 1 > groups)
+            groups = (rows[t] >> shift) + 1;
+    int64_t *at = calloc((size_t)groups + 1, 8);
+    if (!at)
+        return -1;
+    for (Py_ssize_t t = 0; t < n; t++)
+        at[(rows[t] >> shift) + 1]++;
+    for (int64_t g = 0; g < groups; g++)
+        at[g + 1] += at[g];
+    for (Py_ssize_t t = 0; t < n; t++) {
+        int64_t v = at[rows[t] >> shift]++;
+        pa[v] = a_rows[t], pb[v] = rows[t], place[v] = t;
+    }
+    free(at);
+    return 0;
+}
+
+/* compiled.verified_pairs: of a search's pairs (q, row, d), those whose sketches a[q] and
+ * b[row] may reach at_least (or where either has none), with their similarities. */
+static PyObject *verified_pairs(PyObject *self, PyObject *args) {
+    PyObject *q, *rows, *d, *a, *a_has, *b, *b_has;
+    Similarity s;
+    unsigned long long lanes;
+    int shift;
+    Py_ssize_t grouped, cached;
+    if (!PyArg_ParseTuple(args, "OOOOOOOiKdninn", &q, &rows, &d, &a, &a_has, &b, &b_has, &s.bits, &lanes,
+                          &s.at_least, &s.words, &shift, &grouped, &cached))
+        return NULL;
+    s.lanes = lanes;
+    if (shift < 0 || shift > 62) {
+        PyErr_SetString(PyExc_ValueError, "a shift of 0 to 62 bits");
+        return NULL;
+    }
+    Views v = {.n = 0};
+    s.pairs = items_of(q, 8);
+    int given = sketches_of(&v, &s, a, b);
+    s.a_has = given ? buffer_of(&v, a_has, s.a_count, 1, 0, "a_has") : NULL;
+    s.b_has = s.a_has ? buffer_of(&v, b_has, s.b_count, 1, 0, "b_has") : NULL;
+    s.a_rows = s.b_has ? buffer_of(&v, q, s.pairs, 8, 0, "q") : NULL;
+    s.b_rows = s.a_rows ? buffer_of(&v, rows, s.pairs, 8, 0, "rows") : NULL;
+    const int64_t *ds = s.b_rows ? buffer_of(&v, d, s.pairs, 8, 0, "d") : NULL;
+    if (!ds) {
+        views_release(&v);
+        return NULL;
+    }
+    for (Py_ssize_t t = 0; t < s.pairs; t++)
+        if (s.a_rows[t] < 0 || s.a_rows[t] >= s.a_count || s.b_rows[t] < 0 || s.b_rows[t] >= s.b_count) {
+            views_release(&v);
+            PyErr_Format(PyExc_IndexError, "pair %zd: a row outside the sketches", t);
+            return NULL;
+        }
+    /* Many pairs are read by groups of rows of b (by_row_group), from copies in that
+     * order (read through a permutation, each pair's row numbers cost cache misses). */
+    int grouping = s.pairs >= grouped && s.b_count * s.words * 8 > cached;
+    if (grouping) { /* only if the rows met would not stay in a cache of `cached` bytes */
+        uint64_t *met = calloc((size_t)s.b_count / 64 + 1, 8);
+        if (!met) {
+            views_release(&v);
+            return PyErr_NoMemory();
+        }
+        Py_ssize_t distinct = 0;
+        for (Py_ssize_t t = 0; t < s.pairs; t++) {
+            uint64_t bit = (uint64_t)1 << (s.b_rows[t] & 63);
+            distinct += !(met[s.b_rows[t] >> 6] & bit);
+            met[s.b_rows[t] >> 6] |= bit;
+        }
+        free(met);
+        grouping = distinct * s.words * 8 > cached;
+    }
+    double *out = malloc(8 * (size_t)s.pairs + 8);
+    int64_t *pa = grouping ? malloc(8 * (size_t)s.pairs + 8) : NULL, *pb = grouping ? malloc(8 * (size_t)s.pairs + 8) : NULL;
+    int64_t *place = grouping ? malloc(8 * (size_t)s.pairs + 8) : NULL;
+    int status = -1;
+    Py_ssize_t kept = 0;
+    if (out && (!grouping || (pa && pb && place))) {
+        Py_BEGIN_ALLOW_THREADS
+        status = grouping ? by_row_group(s.a_rows, s.b_rows, s.pairs, shift, pa, pb, place) : 0;
+        if (grouping)
+            s.a_rows = pa, s.b_rows = pb;
+        s.visit = NULL;
+        s.out = out;
+        if (!status)
+            status = loops->similarities(&s);
+        for (Py_ssize_t t = 0; t < s.pairs && !status; t++)
+            kept += isnan(out[t]) || out[t] >= s.at_least;
+        Py_END_ALLOW_THREADS
+    }
+    PyObject *col[4] = {NULL, NULL, NULL, NULL}, *result = NULL;
+    for (int c = 0; c < 4 && !status; c++)
+        if (!(col[c] = PyByteArray_FromStringAndSize(NULL, kept * 8)))
+            status = -1;
+    if (!status) {
+        int64_t *q_ = (int64_t *)PyByteArray_AS_STRING(col[0]), *r_ = (int64_t *)PyByteArray_AS_STRING(col[1]);
+        int64_t *d_ = (int64_t *)PyByteArray_AS_STRING(col[2]);
+        double *s_ = (double *)PyByteArray_AS_STRING(col[3]);
+        Py_ssize_t n = 0;
+        for (Py_ssize_t t = 0; t < s.pairs; t++)
+            if (isnan(out[t]) || out[t] >= s.at_least) {
+                q_[n] = s.a_rows[t], r_[n] = s.b_rows[t], d_[n] = ds[grouping ? place[t] : t], s_[n] = out[t];
+                n++;
+            }
+        result = PyTuple_Pack(4, col[0], col[1], col[2], col[3]);
+    }
+    for (int c = 0; c < 4; c++)
+        Py_XDECREF(col[c]);
+    free(out), free(pa), free(pb), free(place);
+    views_release(&v);
+    if (!result && !PyErr_Occurred())
+        PyErr_NoMemory();
+    return result;
 }
 
 /* ---------------------------------------------------------------- the loops of each kind of CPU */
@@ -1060,6 +1196,7 @@ static PyMethodDef methods[] = {
     {"table_pairs", table_pairs, METH_VARARGS, "table_pairs(order, offsets, start, words, k, rule)"},
     {"pairs", pairs, METH_VARARGS, "pairs(queries, words, k, after)"},
     {"pair_similarity", pair_similarity, METH_VARARGS, "pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least, visit, words, out)"},
+    {"verified_pairs", verified_pairs, METH_VARARGS, "verified_pairs(q, rows, d, a, a_has, b, b_has, bits, lanes, at_least, words, shift, grouped, cached)"},
     {"count", count, METH_VARARGS, "count(keys, bounds)"},
     {"place", place, METH_VARARGS, "place(i, j, d, at, packed)"},
     {"sorted_runs", sorted_runs, METH_VARARGS, "sorted_runs(packed, bounds, i, d)"},

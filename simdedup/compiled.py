@@ -167,6 +167,38 @@ def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least, visit):  # type
     return out
 
 
+def verified_pairs(q, rows, d, a, a_has, b, b_has, bits, lanes, at_least, shift, grouped, cached):  # type: ignore[no-untyped-def]
+    """Of a search's pairs (q, rows, d: int64), the (q, rows, d, sims) whose sketches
+    a[q[t]] and b[rows[t]] (as pair_similarity takes them) may reach `at_least`, with
+    their similarities; NaN where a[q] or b[row] has no sketch (a_has, b_has: bool per
+    row). pair_similarity and the filter in one loop: a crowded index finds many pairs,
+    and the few kept are all that come back, in no set order.
+
+    `grouped` pairs or more whose rows of b hold more than `cached` bytes of sketches
+    are read by groups of rows >> `shift` (sketch.by_row_group), from copies of the
+    pairs in that order; fewer rows, which stay in the CPU's caches, in the pairs' order
+    (a search gives a query's rows of a bucket in ascending order)."""
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"sketches of {a.shape[1]} and {b.shape[1]} words")
+    made = _indexcore.verified_pairs(
+        _c(q, _I64),
+        _c(rows, _I64),
+        _c(d, _I64),
+        _c(a, _U64),
+        _c(a_has, np.bool_),
+        _c(b, _U64),
+        _c(b_has, np.bool_),
+        int(bits),
+        int(lanes),
+        float(at_least),
+        a.shape[1],
+        int(shift),
+        int(grouped),
+        int(cached),
+    )
+    return (*_int64s(made[:3]), np.frombuffer(made[3], np.float64))
+
+
 def all_pairs(words, k):  # type: ignore[no-untyped-def]
     """Every (i, j, d), i < j, with d = popcount(words[i] ^ words[j]) <= k, sorted by i
     then j: index.near_pair_arrays for a batch, comparing every pair."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import combinations
@@ -633,6 +633,7 @@ class BlockIndex:
         ordered: bool = True,
         part: int = 0,
         parts: int = 1,
+        keep: Callable[[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]] | None = None,
     ) -> tuple[np.ndarray, ...]:
         """Every (query, row, distance) with a stored row within `distance` (default: the
         index's) of a query, for a batch of queries shaped as fingerprint_array() gives
@@ -641,21 +642,26 @@ class BlockIndex:
 
         With `parts` > 1, only the pairs of one part (0 .. parts - 1) of the tables, so
         that `parts` threads can share a search (the compiled loops release the GIL):
-        the parts' pairs together are the whole search's, each once."""
+        the parts' pairs together are the whole search's, each once.
+
+        `keep` takes the pairs (query, row, distance) of each run as they are found and
+        gives the columns returned instead (the first three: those of the pairs it
+        keeps): a caller that keeps few of a crowded index's pairs never holds them all."""
         k = self._k(distance)
         queries = _words(fps, self.bits)
         tables = self.split_tables(parts)[part]
         found = []
         for lo in range(0, len(queries), QUERY_SLICE):
             for q, rows, d in self._search_slice(queries[lo : lo + QUERY_SLICE], k, tables, part == 0):
-                found.append((q + lo, rows, d))
+                found.append((q + lo, rows, d) if keep is None else keep((q + lo, rows, d)))
         if not found:
-            return _EMPTY
-        q, rows, d = (np.concatenate(x) for x in zip(*found))
+            return _EMPTY if keep is None else keep(_EMPTY)
+        columns = [np.concatenate(x) for x in zip(*found)]
         if not ordered:
-            return q, rows, d
+            return tuple(columns)
+        q, rows, d = columns[:3]
         order = np.lexsort((rows, d, q))
-        return q[order], rows[order], d[order]
+        return tuple(column[order] for column in columns)
 
     def split_tables(self, parts: int) -> list[range]:
         """The tables in `parts` consecutive ranges of nearly equal length."""

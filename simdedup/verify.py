@@ -437,8 +437,22 @@ class VerifyingDeduplicator(Deduplicator):
         """(q, rows, ds, sims): the kept rows within the distance of each query that
         verify, with their distances and similarities (NaN: a side has no sketch, decided
         on the fingerprint); of one part of the index's tables (BlockIndex.search)."""
-        q, rows, ds = self.index.search(fparray, ordered=False, part=part, parts=parts)
-        sims = self._similarities(mine, has_mine, q, self._sketches, self._has, rows, ds)
+        keep = partial(self._verified, mine, has_mine)
+        return self.index.search(fparray, ordered=False, part=part, parts=parts, keep=keep)
+
+    def _verified(
+        self, mine: np.ndarray, has_mine: np.ndarray, pairs: tuple[np.ndarray, ...]
+    ) -> tuple[np.ndarray, ...]:
+        """Of one run's pairs (q, rows, ds) found for the batch, (q, rows, ds, sims) of
+        those that verify (_verified_kept)."""
+        q, rows, ds = pairs
+        if self.index.compiled:  # verified and filtered in one compiled loop
+            q, rows, ds, sims = self.sketcher.verified_pairs(  # type: ignore[attr-defined]
+                mine, has_mine, self._sketches, self._has, pairs, self.min_jaccard
+            )
+            self._too_few_bins(mine, q, self._sketches, rows, ds, sims)
+        else:
+            sims = self._similarities(mine, has_mine, q, self._sketches, self._has, rows, ds)
         ok = ~(sims < self.min_jaccard)
         return q[ok], rows[ok], ds[ok], sims[ok]
 
@@ -490,12 +504,25 @@ class VerifyingDeduplicator(Deduplicator):
                 at = both[lo : lo + PAIR_SLICE]
                 sims = self.sketcher.similarity(a[a_rows[at]], b[b_rows[at]])
                 out[at] = np.where(sims < self.min_jaccard, -1.0, sims)
-        # The few that reach it (about as many as the duplicates), their sketches gathered.
-        reach = np.flatnonzero(out >= self.min_jaccard)
+        self._too_few_bins(a, a_rows, b, b_rows, ds, out)
+        return out
+
+    def _too_few_bins(
+        self,
+        a: np.ndarray,
+        a_rows: np.ndarray,
+        b: np.ndarray,
+        b_rows: np.ndarray,
+        ds: np.ndarray,
+        sims: np.ndarray,
+    ) -> None:
+        """Sets to -1.0 the similarities that reach min_jaccard of pairs too small to
+        verify on it (too_few_bins). The few that reach it (about as many as the
+        duplicates) have their sketches gathered."""
+        reach = np.flatnonzero(sims >= self.min_jaccard)
         if len(reach):
             small = too_few_bins(self.sketcher, a[a_rows[reach]], b[b_rows[reach]], ds[reach])
-            out[reach[small]] = -1.0
-        return out
+            sims[reach[small]] = -1.0
 
 
 @dataclass

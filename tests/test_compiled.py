@@ -282,6 +282,41 @@ def test_pair_similarity_rejects_exactly_the_pairs_below_at_least(seed: int, at_
     assert np.all((got == -1.0) | (got == exact))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    at_least=st.sampled_from([0.0, 0.5, 0.8, 1.0]),
+    order=st.sampled_from([(1 << 62, 1 << 62, 64), (0, 0, 1), (0, 0, 64), (0, 1 << 62, 1)]),
+)
+def test_verified_pairs_keeps_the_pairs_that_reach_at_least_or_lack_a_sketch(
+    seed: int, at_least: float, order: tuple[int, int, int]
+) -> None:
+    # order: (VISIT_BY_ROW, CACHED_SKETCHES, ROW_GROUP): the pairs' order, by groups of
+    # rows of one or of 64, or too few rows met to be read by groups
+    gen = np.random.default_rng(seed)
+    a = gen.integers(0, 256, (30, SKETCH.nbytes), dtype=np.uint8) * (gen.random((30, SKETCH.nbytes)) < 0.2)
+    b = np.concatenate([a, gen.integers(0, 256, (30, SKETCH.nbytes), dtype=np.uint8)])
+    b[:30] ^= (gen.random((30, SKETCH.nbytes)) < gen.random((30, 1)) * 0.3) * np.uint8(3)
+    a, b = a.astype(np.uint8), b.astype(np.uint8)
+    a_has, b_has = gen.random(30) < 0.9, gen.random(60) < 0.9
+    q = gen.integers(0, 30, 400)
+    rows = np.where(gen.random(400) < 0.5, q, gen.integers(0, 60, 400))  # half: a row and its copy
+    d = gen.integers(0, 5, 400)
+    exact = np.where(a_has[q] & b_has[rows], SKETCH.similarity(a[q], b[rows]), np.nan)
+    want = np.flatnonzero(~(exact < at_least))
+    with (
+        mock.patch.object(sketch_module, "VISIT_BY_ROW", order[0]),
+        mock.patch.object(sketch_module, "CACHED_SKETCHES", order[1]),
+        mock.patch.object(sketch_module, "ROW_GROUP", order[2]),
+    ):
+        got = SKETCH.verified_pairs(a, a_has, b, b_has, (q, rows, d), at_least)
+    expected = sorted(
+        zip(q[want].tolist(), rows[want].tolist(), d[want].tolist(), np.nan_to_num(exact[want], nan=-9))
+    )
+    assert sorted(zip(*(x.tolist() for x in got[:3]), np.nan_to_num(got[3], nan=-9))) == expected
+    assert len(want) and (at_least == 0.0 or len(want) < 400)  # some pairs kept, some not
+
+
 def test_a_large_verified_index_leaves_no_thread_behind_for_forked_workers() -> None:
     # decide_many searches the head index in a thread once compiled loops serve the
     # index; the thread must end with the batch, since workers are forked later.
