@@ -1092,6 +1092,7 @@ class Outputs(contextlib.ExitStack):
         )
         self.stdout_owner: str | None = None
         self._temporary: list[str] = []  # replacing outputs' files, until renamed
+        self._files: list[tuple[IO[bytes], IO[bytes]]] = []  # (stream, its file) of each document output
         for path, what in planned:
             self._claim(path, what)
         _refuse_stdout_clash(self.sources, self.taken, self.options)
@@ -1178,7 +1179,21 @@ class Outputs(contextlib.ExitStack):
             stream = codec.open(raw, "wb") if codec else raw
         except (OSError, ImportError) as e:
             raise CliError(f"{path}: cannot write {what}: {getattr(e, 'strerror', None) or e}") from e
+        if what not in _REPLACED:  # --summary-json: written by _finish, before the save
+            self._files.append((stream, raw))
         return self.enter_context(stream)
+
+    def end(self) -> None:
+        """Every output file's last bytes written: each compressed stream ended (a
+        compressor holds its last block, and gzip's, xz's, bzip2's and zstd's end marks,
+        until then) and each file flushed. Done before the --index is saved, so that a
+        full disk stops the run with the index as it was (a review: an xz --unique on
+        /dev/full exited 2 with the index saved, and a kill after the save left every
+        compressed output cut short). Closing them later writes nothing more."""
+        for stream, raw in self._files:
+            if stream is not raw:
+                stream.close()  # into raw, which it does not close
+            raw.flush()
 
     def unread(self, options: ReadOptions) -> ReadOptions:
         """`options` with the files this run writes, once they are open (ReadOptions.written):
@@ -2042,6 +2057,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
                 if note is not None:
                     messages.info(note)
             fail = kw["fail_on_duplicates"]
+            outputs.end()
             status = _finish(summary, dd, messages, interrupted, fail, summary_json, session, closed, held)
             outputs.close()  # --summary-json renamed into place
     sys.exit(status)
@@ -2111,6 +2127,7 @@ def filter_(source: str | None, **kw: Any) -> None:
         )
         with _finishing() as held:
             stdout.flush()
+            outputs.end()
             status = _finish(
                 summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json, session, held=held
             )

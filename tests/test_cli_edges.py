@@ -33,6 +33,7 @@ from click.testing import CliRunner, Result
 from simdedup import cli as cli_module
 from simdedup import report as report_module
 from simdedup.cli import main
+from simdedup.read import codec_for
 from simdedup.store import index_lock, read_index
 
 LINE = "the harbour was quiet that morning with fishing boats along the stone wall"
@@ -1374,6 +1375,26 @@ def test_an_index_named_through_a_symbolic_link_is_written_and_locked_as_its_tar
     with index_lock(real):  # a run on the target holds it: one through the link waits
         held = CliRunner().invoke(main, ["filter", str(lines), "-q", "--index", str(link)])
     assert held.exit_code == 2 and f"{link} is in use by another simdedup run" in held.output
+
+
+@linux_only
+@pytest.mark.parametrize("command", ["scan", "filter"])
+@pytest.mark.parametrize("suffix", [".gz", ".xz", ".bz2", ".zst"])
+def test_a_compressed_output_is_ended_before_the_index_is_saved(
+    tmp_path: Path, command: str, suffix: str
+) -> None:
+    # A compressor holds its last block and the stream's end until it is closed: that
+    # came after the save, so a full disk exited 2 with the index saved (a review).
+    lines, seen = tmp_path / "lines.txt", tmp_path / "seen.sdx"
+    lines.write_text("".join(f"{i} {LINE} {i * 7}\n" for i in range(300)))
+    full = tmp_path / f"full{suffix}"
+    full.symlink_to("/dev/full")
+    done = simdedup(command, str(lines), "-q", "--index", str(seen), "--report", str(full))
+    assert done.returncode == 2 and b"No space left on device" in done.stderr
+    assert not seen.exists()
+    ok = simdedup(command, str(lines), "-q", "--index", str(seen), "--report", str(tmp_path / f"r{suffix}"))
+    with codec_for(suffix).open(str(tmp_path / f"r{suffix}"), "rb") as report:  # type: ignore[union-attr]
+        assert ok.returncode == 0 and seen.exists() and len(report.read().splitlines()) == 300
 
 
 @linux_only
