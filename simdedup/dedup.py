@@ -8,6 +8,7 @@ apart keeps A and C. Never prints; works a batch of documents at a time.
 
 from __future__ import annotations
 
+import numbers
 from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -51,6 +52,7 @@ def fingerprint_documents(
     fingerprint does not depend on the batch, so batches can go to any worker.
     `compiled`: ASCII texts through the compiled core (fingerprint.compiled_core), the
     same fingerprints. A FeatureHasher given must have the settings' bits and seed."""
+    checked_documents(docs)
     check_hasher(settings, hashfunc)
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     return fingerprint_work(
@@ -136,6 +138,13 @@ class Deduplicator:
             raise ValueError(
                 f"an index of {index.bits} bits, distance {index.distance}, for settings of "
                 f"{self.settings.bits} bits, distance {self.settings.distance}"
+            )
+        if index is not None and len(index):
+            # its rows would have no ids: a later duplicate of row 0 was said to duplicate
+            # the first document kept after them (a review)
+            raise ValueError(
+                f"an index of {len(index)} fingerprints without their ids: "
+                "give them to Deduplicator.extend(fps, ids) instead"
             )
         self.index = index if index is not None else BlockIndex(self.settings.bits, self.settings.distance)
         self.ids = Ids()
@@ -396,8 +405,8 @@ def _as_twin(twin: Decision, doc: Document, fp: int | None) -> Decision:
 
 
 def checked_documents(docs: Sequence[Document]) -> None:
-    """Refuse a batch that holds anything but Documents with a str id and a str text
-    (or features), before anything is decided: an int id found halfway left a
+    """Refuse a batch that holds anything but Documents with a str id (that Ids can
+    store) and a str text (or features), before anything is decided: an int id found halfway left a
     VerifyingDeduplicator's ids a row ahead of its index, and later duplicates named
     the wrong kept document (a trial). NaN, pandas' missing value, is named as such."""
     for n, doc in enumerate(docs):
@@ -405,15 +414,32 @@ def checked_documents(docs: Sequence[Document]) -> None:
             type(doc) is Document
             and type(doc.id) is str
             and (type(doc.text) is str or doc.features is not None)
+            and (doc.id.isascii() or _storable(doc.id))
         ):
             continue
         if not isinstance(doc, Document):
             raise TypeError(f"documents are simdedup.Document(id, text, raw), not {type(doc).__name__}")
+        if type(doc.id) is str and not _storable(doc.id):
+            raise ValueError(
+                f"document {n} of the batch: its id {doc.id!r} holds a lone surrogate, "
+                "which no file can store"
+            )
         for field, value in (("id", doc.id), ("text", doc.text)):
             if not isinstance(value, str) and (field == "id" or doc.features is None):
                 raise TypeError(
                     f"document {n} of the batch: its {field} is {value!r} ({type(value).__name__}), not a str"
                 )
+
+
+def _storable(doc_id: str) -> bool:
+    """Whether Ids can store an id: UTF-8, with undecodable bytes as surrogateescape
+    gives them. A lone surrogate from JSON ("\\ud800") is neither: found while the ids
+    of a batch were stored, it left them a row ahead of the index (a review)."""
+    try:
+        doc_id.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def checked_fingerprints(
@@ -444,9 +470,9 @@ def batches(
     """Lists of `size` items, the last maybe shorter; with `flush`, a batch also ends
     early after any item where flush() is true (read.Lines.waiting: the input is
     waiting on its writer, so what has come is decided now)."""
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
         raise ValueError(f"a batch size must be a positive integer, not {size!r}")
-    return _batches(iter(items), size, flush)
+    return _batches(iter(items), int(size), flush)
 
 
 def _batches(it: Iterator[Document], size: int, flush: Callable[[], bool] | None) -> Iterator[list[Document]]:

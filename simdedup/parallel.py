@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import multiprocessing
 import multiprocessing.util
+import numbers
 import os
 import pickle
 import queue
@@ -129,10 +130,11 @@ def fingerprint_batches(
     again, so that every document read so far can still be decided. Close the iterator
     (contextlib.closing) to stop the workers early; they also stop when it is garbage.
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
+    if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 0:
         raise ValueError(f"jobs is an int >= 0 (0: one per CPU), not {jobs!r}")
-    if isinstance(piece, bool) or not isinstance(piece, int) or piece < 1:
+    if isinstance(piece, bool) or not isinstance(piece, numbers.Integral) or piece < 1:
         raise ValueError(f"piece is a number of documents, 1 or more, not {piece!r}")
+    jobs, piece = int(jobs), int(piece)  # numpy's integers too
     check_hasher(settings, None)
     if jobs != 1 and multiprocessing.current_process().daemon:
         # A daemonic process (a multiprocessing Pool's worker; Dask's, under a nanny)

@@ -208,9 +208,14 @@ class VerifyingDeduplicator(Deduplicator):
             if has.shape != (n,):
                 raise ValueError(f"{n} rows but {has.shape} sketch flags")
             if heads is not None and headed is not None:
-                headed = np.asarray(headed, bool) & has
+                headed = np.asarray(headed, bool)
                 if headed.shape != (n,) or len(heads) != n:
-                    raise ValueError(f"{n} rows but {len(heads)} heads")
+                    raise ValueError(f"{n} rows but {len(heads)} heads and {len(headed)} head flags")
+                headed &= has
+                # refused here, not once the rows are in (a retry added them twice: a review)
+                heads = fingerprint_array(
+                    heads if isinstance(heads, np.ndarray) else list(heads), self.settings.bits
+                )
         before = len(self.ids)
         super().extend(fps, ids)
         after = len(self.ids)

@@ -32,6 +32,7 @@ from simdedup import (
     read_documents,
 )
 from simdedup.dedup import Ids
+from simdedup.sketch import fingerprints_and_sketches
 from simdedup.status import IndexSettingsError
 from simdedup.store import read_index
 
@@ -191,6 +192,44 @@ def test_a_document_with_an_id_or_text_not_a_str_is_refused_before_anything_chan
     assert (len(dd.ids), len(dd.index)) == (0, 0)
     later = dd.process([Document("b", "p q r s", b""), Document("c", "p q r s", b"")])
     assert [(d.status, d.duplicate_of) for d in later] == [("unique", None), ("duplicate", "b")]
+
+
+@pytest.mark.parametrize("make", [Deduplicator, VerifyingDeduplicator])
+def test_an_id_no_file_can_store_is_refused_before_anything_changes(make) -> None:
+    # A lone surrogate (JSON's "\\ud800") failed as the batch's ids were stored, after
+    # the first: the ids a row ahead of the index, a later duplicate named wrongly (a review).
+    dd = make()
+    batch = [Document("a", "x y z w v", b""), Document("page-\ud800", "p q r s t", b"")]
+    with pytest.raises(ValueError, match="document 1 of the batch: its id 'page-.ud800' holds a lone surrogate"):
+        dd.process(batch)
+    assert (len(dd.ids), len(dd.index)) == (0, 0)
+    dd.process([Document("a", "x y z w v", b""), Document("b\udc80", "p q r s t", b"")])  # surrogateescape: kept
+    assert [d.duplicate_of for d in dd.process([Document("b-copy", "p q r s t", b"")])] == ["b\udc80"]
+
+
+@pytest.mark.parametrize("make", [Deduplicator, VerifyingDeduplicator])
+def test_an_index_given_with_rows_but_no_ids_is_refused(make) -> None:
+    # Its rows had no ids: a copy of row 0 was said to duplicate the next kept document (a review).
+    with pytest.raises(ValueError, match="an index of 1 fingerprints without their ids"):
+        make(index=BlockIndex.from_fingerprints([12345]))
+    assert len(make(index=BlockIndex()).index) == 0  # an empty one is taken
+
+
+def test_extend_refuses_bad_heads_before_any_row_is_added() -> None:
+    texts_ = [f"alpha beta gamma {i} " * 12 for i in range(3)]
+    fps, sketches, heads = fingerprints_and_sketches(texts_, Settings(), FeatureHasher())
+    dd = VerifyingDeduplicator()
+    for bad in (np.array(heads, float), np.array(heads[:2], np.uint64)):
+        with pytest.raises(ValueError):
+            dd.extend(fps, ["a", "b", "c"], sketches, None, bad, np.ones(3, bool))
+        assert (len(dd.index), len(dd.ids)) == (0, 0)
+    dd.extend(fps, ["a", "b", "c"], sketches, None, np.array(heads, np.uint64), np.ones(3, bool))
+    assert (len(dd.index), len(dd.ids), len(dd.head_index)) == (3, 3, 3)
+
+
+def test_sizes_may_be_numpy_integers() -> None:
+    docs = [Document(str(i), t, b"") for i, t in enumerate(["a b c d", "a b c d", "e f g h"])]
+    assert [d.status for d in dedup(docs, batch_size=np.int64(2))] == ["unique", "duplicate", "unique"]
 
 
 def test_a_stored_index_loads_only_into_a_deduplicator_of_its_settings(tmp_path) -> None:
