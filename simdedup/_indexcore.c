@@ -922,9 +922,10 @@ static PyObject *verified_pairs(PyObject *self, PyObject *args) {
         free(met);
         grouping = distinct * s.words * 8 > cached;
     }
-    double *out = malloc(8 * (size_t)s.pairs + 8);
-    int64_t *pa = grouping ? malloc(8 * (size_t)s.pairs + 8) : NULL, *pb = grouping ? malloc(8 * (size_t)s.pairs + 8) : NULL;
-    int64_t *place = grouping ? malloc(8 * (size_t)s.pairs + 8) : NULL;
+    size_t bytes = 8 * (size_t)s.pairs + 8;
+    double *out = malloc(bytes);
+    int64_t *pa = grouping ? malloc(bytes) : NULL, *pb = grouping ? malloc(bytes) : NULL;
+    int64_t *place = grouping ? malloc(bytes) : NULL;
     int status = -1;
     Py_ssize_t kept = 0;
     if (out && (!grouping || (pa && pb && place))) {

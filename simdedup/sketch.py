@@ -354,7 +354,8 @@ class OnePermutation:
     ) -> tuple[np.ndarray, ...]:
         """Of pairs (q, rows, d), the (q, rows, d, sims) where pair_similarity(a, q, b,
         rows, at_least) reaches `at_least`, or is NaN where a[q] or b[row] has no sketch
-        (a_has, b_has): the same floats, in the pairs' order, by one compiled loop."""
+        (a_has, b_has): the same floats, by one compiled loop, in no set order
+        (compiled.verified_pairs)."""
         from .compiled import verified_pairs
 
         q, rows, d = pairs
