@@ -200,10 +200,12 @@ def test_an_id_no_file_can_store_is_refused_before_anything_changes(make) -> Non
     # the first: the ids a row ahead of the index, a later duplicate named wrongly (a review).
     dd = make()
     batch = [Document("a", "x y z w v", b""), Document("page-\ud800", "p q r s t", b"")]
-    with pytest.raises(ValueError, match="document 1 of the batch: its id 'page-.ud800' holds a lone surrogate"):
+    said = "document 1 of the batch: its id 'page-.ud800' holds a lone surrogate"
+    with pytest.raises(ValueError, match=said):
         dd.process(batch)
     assert (len(dd.ids), len(dd.index)) == (0, 0)
-    dd.process([Document("a", "x y z w v", b""), Document("b\udc80", "p q r s t", b"")])  # surrogateescape: kept
+    # an undecodable byte as surrogateescape gives it is stored
+    dd.process([Document("a", "x y z w v", b""), Document("b\udc80", "p q r s t", b"")])
     assert [d.duplicate_of for d in dd.process([Document("b-copy", "p q r s t", b"")])] == ["b\udc80"]
 
 
