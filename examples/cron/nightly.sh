@@ -19,7 +19,9 @@
 # (exit 0 or 3) or was stopped by Ctrl-C or SIGTERM (exit 130, 143), the pages it kept
 # are in the index, so the new run reports them as its duplicates. A run that was killed
 # (kill -9, a crash) or failed (exit 2) left the index as it was: its files, with no
-# DAY.summary.json beside them, are partial, and the new run lists its pages again.
+# DAY.summary.json beside them, are partial, and the new run lists its pages again;
+# unless it was killed in the few milliseconds between the index's save and the
+# summary's rename: then `simdedup index info` lists the run, and its pages are in.
 #
 # crontab: see crontab beside this file.
 set -u
