@@ -271,7 +271,6 @@ class Deduplicator:
         return rows, dists
 
     def process(self, docs: Sequence[Document]) -> list[Decision]:
-        checked_documents(docs)
         fps = fingerprint_documents(docs, self.settings, self.hashfunc, compiled=True)
         return self.decide_many(docs, fps)
 
@@ -406,9 +405,10 @@ def _as_twin(twin: Decision, doc: Document, fp: int | None) -> Decision:
 
 def checked_documents(docs: Sequence[Document]) -> None:
     """Refuse a batch that holds anything but Documents with a str id (that Ids can
-    store) and a str text (or features), before anything is decided: an int id found halfway left a
-    VerifyingDeduplicator's ids a row ahead of its index, and later duplicates named
-    the wrong kept document (a trial). NaN, pandas' missing value, is named as such."""
+    store) and a str text (or features), before anything is decided: an int id found
+    halfway left a VerifyingDeduplicator's ids a row ahead of its index, and later
+    duplicates named the wrong kept document (a trial). NaN, pandas' missing value, is
+    named as such."""
     for n, doc in enumerate(docs):
         if (
             type(doc) is Document
