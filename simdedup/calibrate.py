@@ -65,8 +65,8 @@ def presets(base: Settings, verify: float | None) -> dict[str, tuple[Settings, f
     """The settings compared by default: `base` and `verify` (the command line's), the
     same the other way round (--no-verify, or verified at 0.8), and a few variations of
     `base`, each named by the option that makes it from `base`, verified as it is: the
-    other fold, the other weights, and chars for words (auto for chars). name ->
-    (settings, minimum Jaccard or None)."""
+    other fold, the other weights (binary only without top_k), and chars for words (auto
+    for chars). name -> (settings, minimum Jaccard or None)."""
     other = ("--no-verify", None) if verify is not None else ("--verify 0.8", 0.8)
     if base.tokenizer == "chars":
         tokenizer = ("--tokenizer auto", replace(base, tokenizer="auto"))
@@ -77,7 +77,7 @@ def presets(base: Settings, verify: float | None) -> dict[str, tuple[Settings, f
         *(
             (f"--weights {w}", replace(base, weights=w))
             for w in ("tf", "binary", "tfidf")
-            if w != base.weights
+            if w != base.weights and not (w == "binary" and base.top_k)  # no heaviest under binary
         ),
         tokenizer,
     ]

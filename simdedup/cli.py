@@ -113,7 +113,7 @@ from .settings import (
     index_layout,
 )
 from .sketch import SKETCH, SKETCH_SPEC, fingerprints_and_sketches, similarity
-from .status import ExitStatus, IndexFileError, IndexLockedError, SimdedupError
+from .status import ExitStatus, IndexFileError, IndexLockedError, SettingsError, SimdedupError
 from .store import (
     IndexSession,
     check_settings,
@@ -709,7 +709,9 @@ def fingerprint_options(f: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Choice(TOKENIZERS),
             default=DEFAULTS.tokenizer,
             show_default=True,
-            help="auto: jieba for documents with Chinese text, Unicode words otherwise.",
+            help="auto: jieba's words for runs of Chinese characters, Unicode words elsewhere"
+            " (jieba: the same, another name for it); words: Unicode words only; chars:"
+            " character n-grams (--ngram).",
         ),
         click.option(
             "--ngram",
@@ -730,14 +732,15 @@ def fingerprint_options(f: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Choice(WEIGHTS),
             default=DEFAULTS.weights,
             show_default=True,
-            help="Feature weight: term frequency, TF x IDF (jieba's IDF table), or 1.",
+            help="Feature weight: term frequency, TF x IDF (jieba's IDF table: Chinese words"
+            " only; every other feature gets its median, so English is weighed as by tf), or 1.",
         ),
         click.option(
             "--top-k",
             type=click.IntRange(0),
             default=DEFAULTS.top_k,
             show_default=True,
-            help="Keep only the N heaviest features (0: all).",
+            help="Keep only the N heaviest features (0: all; not with --weights binary).",
         ),
         click.option(
             "--fold/--no-fold",
@@ -985,16 +988,24 @@ def _settings(kw: dict[str, Any]) -> Settings:
             f"{option} is how a text becomes weighted features, and --features-field records "
             "give theirs: it would do nothing"
         )
-    return Settings(
-        tokenizer=kw.pop("tokenizer"),
-        ngram=kw.pop("ngram"),
-        shingle=kw.pop("shingle"),
-        weights=kw.pop("weights"),
-        top_k=kw.pop("top_k"),
-        fold=kw.pop("fold"),
-        bits=int(kw.pop("bits")),
-        distance=kw.pop("distance"),
-    )
+    if kw.get("features_field") is not None and _given("verify"):
+        raise click.UsageError(
+            "--verify compares the texts' shingles, and --features-field records have no text:"
+            " it would do nothing"
+        )
+    try:
+        return Settings(
+            tokenizer=kw.pop("tokenizer"),
+            ngram=kw.pop("ngram"),
+            shingle=kw.pop("shingle"),
+            weights=kw.pop("weights"),
+            top_k=kw.pop("top_k"),
+            fold=kw.pop("fold"),
+            bits=int(kw.pop("bits")),
+            distance=kw.pop("distance"),
+        )
+    except SettingsError as e:  # options that do not fit together: a usage error, as the others
+        raise click.UsageError(str(e)) from None
 
 
 #: The settings that make a text's features and weights (nothing of a record's given ones).

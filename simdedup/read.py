@@ -1208,7 +1208,7 @@ def _truncated(doc: Document, where: str, limit: int, on_problem: OnProblem) -> 
 
 
 def size_text(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} byte{'s' if n != 1 else ''}"
 
 
 def _parse_record(

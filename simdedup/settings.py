@@ -50,6 +50,11 @@ PAIRED_UP_TO = 6
 class Settings:
     """How documents become fingerprints, and how near two fingerprints must be.
 
+    tokenizer="jieba" is taken as "auto", which makes the same tokens of every text
+    (features.tokens_of_normalized): the same settings, the same fast paths.
+
+    >>> Settings(tokenizer="jieba") == Settings()
+    True
     >>> Settings(distance=3).blocks
     ((0, 16), (16, 16), (32, 16), (48, 16))
     """
@@ -89,8 +94,16 @@ class Settings:
             raise SettingsError("--shingle joins word tokens; it does not apply to --tokenizer chars")
         if self.top_k < 0:
             raise SettingsError("--top-k must be 0 (all features) or more")
+        if self.top_k and self.weights == "binary":  # every feature weighs 1: none is heavier
+            raise SettingsError(
+                "--top-k keeps the heaviest features, and with --weights binary every feature weighs"
+                " the same: it would keep the alphabetically first ones"
+            )
         if not 0 <= self.seed < 1 << 64:  # the feature hash's seed, a 64-bit word: others wrapped
-            raise SettingsError(f"--seed must be 0 .. 2 ** 64 - 1, not {self.seed}")
+            # Settings(seed=...) only: the command line has no --seed and always uses 0.
+            raise SettingsError(f"seed must be 0 .. 2 ** 64 - 1, not {self.seed}")
+        if self.tokenizer == "jieba":
+            object.__setattr__(self, "tokenizer", "auto")
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:

@@ -1,7 +1,8 @@
 """Fixed-size sketches of documents' verification shingles, and Jaccard estimates from them.
 
-The shingles are word 3-shingles (character 3-grams of the word characters for Chinese
-text: Han characters a fifth of its word characters or more) after features.normalize().
+The shingles are 3-shingles of units after features.normalize(): a unit is a \\w+ word,
+but a Han character is a unit of its own, and so is each character of a word within 8
+word characters of a Han one (SHINGLES_SPEC; the README's verification paragraph).
 A sketch is SKETCH_BYTES (256) bytes whatever the text's length: one-permutation
 hashing, 1,024 bins of 2 bits, picked on benchmarks/quality.py against exact Jaccard:
 with head candidates (verify.py), pair F1 0.013 and 0.003 below exact Jaccard's, where

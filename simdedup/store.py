@@ -177,7 +177,7 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
     A Settings field missing from the stored record (the file is older than the field)
     counts as that field's default, which by the spec-version rule gives the old
     fingerprints. FREE_SETTINGS never differ, nor does `ngram` unless a side makes
-    character n-grams."""
+    character n-grams, nor tokenizer "jieba" from "auto" (the same tokens, Settings)."""
     defaults = {
         f.name: _jsonable(f.default)
         for f in dataclasses.fields(Settings)
@@ -195,6 +195,8 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
             continue
         old = stored_settings.get(name, defaults.get(name))
         new = current_settings.get(name)
+        if name == "tokenizer" and old == "jieba":  # files before Settings took it as "auto"
+            old = "auto"
         if old != new:
             out.append((name, old, new))
     for key in [k for k in current if k != "settings"] + [k for k in stored if k not in current]:
@@ -227,10 +229,15 @@ def check_settings(path: str | os.PathLike[str], stored: dict[str, Any], setting
     diffs = record_differences(stored, current)
     if diffs:
         what = "; ".join(f"{name} is {old!r} there, {new!r} in this run" for name, old, new in diffs)
+        seed = (
+            " (the seed only through the library's Settings(seed=...): the command line uses 0)"
+            if any(name == "seed" for name, _, _ in diffs)
+            else ""
+        )
         raise IndexSettingsError(
             f"{path} was made with other fingerprint settings: {what}. Fingerprints made "
             "differently cannot be compared: run with the index's settings "
-            "(simdedup index info shows them) or use a new index"
+            f"(simdedup index info shows them){seed} or use a new index"
         )
 
 

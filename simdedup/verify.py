@@ -1,8 +1,8 @@
 """Verification (on by default): a fingerprint match is a duplicate only if the texts agree.
 
 A document within the distance of kept documents is checked against each of them with
-the Jaccard similarity of their shingles (word 3-shingles; character 3-grams of the
-word characters for text with Chinese, after the same normalization as features),
+the Jaccard similarity of their shingles (3-shingles of words, Han characters one unit
+each: sketch.py; after the same normalization as features),
 estimated from fixed-size sketches (sketch.py). Never prints.
 """
 

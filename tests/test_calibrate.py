@@ -80,6 +80,14 @@ def test_presets_start_from_the_given_settings() -> None:
     assert presets(Settings(), None)["--verify 0.8"] == (Settings(), 0.8)
 
 
+def test_a_top_k_base_has_no_binary_variation() -> None:
+    # --top-k keeps the heaviest features, which binary weights do not have: Settings
+    # refuses the pair, and calibrate --top-k 5 would have stopped on it.
+    got = presets(Settings(top_k=5), 0.8)
+    assert "--weights binary" not in got
+    assert got["--weights tfidf"][0] == Settings(top_k=5, weights="tfidf")
+
+
 def test_each_variation_differs_from_the_given_settings() -> None:
     # Given --no-fold --weights binary --tokenizer chars, the rows of those names were
     # copies of the settings row, and --fold, --weights tf never came (trial).

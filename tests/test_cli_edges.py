@@ -774,6 +774,54 @@ def test_text_settings_beside_given_features_are_refused(
     assert run("scan", str(f), "--features-field", "features", "--bits", "128", "-q").exit_code == 0
 
 
+def test_verify_beside_given_features_is_refused(tmp_path: Path) -> None:
+    # Feature records have no text to make sketches of: --verify 0.5 was taken and did
+    # nothing (a review).
+    f = tmp_path / "vectors.jsonl"
+    f.write_text('{"id": "a", "features": {"alpha": 3, "beta": 1}}\n')
+    for command in ("scan", "filter"):
+        result = run(command, str(f), "--features-field", "features", "--verify", "0.5")
+        assert result.exit_code == 2, (command, result.stderr)
+        assert "Error: --verify compares the texts' shingles" in result.stderr
+        assert run(command, str(f), "--features-field", "features", "--no-verify", "-q").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--weights", "binary", "--top-k", "3"], "with --weights binary every feature weighs the same"),
+        (["--tokenizer", "chars", "--shingle", "2"], "--shingle joins word tokens"),
+    ],
+)
+def test_settings_that_do_not_fit_together_are_usage_errors(
+    tmp_path: Path, options: list[str], said: str
+) -> None:
+    # --top-k 3 under binary weights kept the alphabetically first 3 features, so two
+    # texts sharing them were duplicates at distance 0 (a review).
+    f = tmp_path / "a.txt"
+    f.write_text("zebra yak xylophone apple banana cherry\napple banana cherry dog elephant fox\n")
+    for command in ("scan", "fingerprint"):
+        result = run(command, str(f), *options)
+        assert result.exit_code == 2, (command, result.stderr)
+        assert result.stderr.startswith("Usage: "), result.stderr
+        assert said in result.stderr
+        assert result.stdout == ""
+
+
+def test_tokenizer_jieba_is_auto_under_another_name(tmp_path: Path) -> None:
+    # The same tokens of every text, yet an index made with one refused the other, and
+    # jieba took the slow path (a review).
+    f = tmp_path / "mixed.txt"
+    f.write_text(f"{LINE}\n市议会周二批准了一项新预算 with an English tail\n{OTHER}\n")
+    index = tmp_path / "seen.sdx"
+    auto = run("fingerprint", str(f))
+    assert run("fingerprint", str(f), "--tokenizer", "jieba").stdout == auto.stdout
+    assert run("scan", str(f), "--index", str(index), "-q").exit_code == 0
+    again = run("scan", str(f), "--index", str(index), "--tokenizer", "jieba", "-q", "--format", "tsv")
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout.count("\tduplicate\t") == 3
+
+
 def test_weights_that_are_not_finite_or_overflow_are_errors_not_a_crash(tmp_path: Path) -> None:
     f = tmp_path / "vectors.jsonl"
     f.write_text(

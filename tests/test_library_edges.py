@@ -307,8 +307,8 @@ def test_an_index_refuses_a_deduplicator_of_another_feature_hash(tmp_path: Path)
             TypeError,
             "hashfunc is a function of a feature (str) to an int, not 5",
         ),
-        (lambda: Settings(seed=-1), ValueError, "--seed must be 0 .. 2 ** 64 - 1, not -1"),
-        (lambda: Settings(seed=2**64), ValueError, "--seed must be 0 .. 2 ** 64 - 1"),
+        (lambda: Settings(seed=-1), ValueError, "seed must be 0 .. 2 ** 64 - 1, not -1"),
+        (lambda: Settings(seed=2**64), ValueError, "seed must be 0 .. 2 ** 64 - 1"),
         (
             lambda: next(fingerprint_batches([], Settings(), piece=0)),
             ValueError,

@@ -18,7 +18,17 @@ from hypothesis import strategies as st
 
 from simdedup import Document, Problem, ReadOptions, read_documents
 from simdedup import read as read_module
-from simdedup.read import MAX_DOC_SIZE, Chunk, Lines, Span, SpanReader, Stretch, read_chunk, read_chunks
+from simdedup.read import (
+    MAX_DOC_SIZE,
+    Chunk,
+    Lines,
+    Span,
+    SpanReader,
+    Stretch,
+    read_chunk,
+    read_chunks,
+    size_text,
+)
 
 
 def read(paths: list[str], options: ReadOptions | None = None, stdin: bytes | None = None):
@@ -689,3 +699,10 @@ def test_an_empty_directory_is_an_error_as_an_empty_file_is(tmp_path: Path) -> N
     _, again = read([str(tmp_path / "some"), str(tmp_path / "some")])
     _, left_out = read([str(tmp_path / "some")], ReadOptions(exclude=("*.txt",)))
     assert [p.kind for p in again] == ["revisited"] and left_out == []
+
+
+def test_sizes_are_said_in_words() -> None:
+    # "--max-doc-size 1" was said as "its first 1 bytes" (a review).
+    assert [size_text(n) for n in (1, 2, 1023, 2**20, 3 * 2**20 // 2)] == [
+        "1 byte", "2 bytes", "1,023 bytes", "1.0 MiB", "1.5 MiB"
+    ]  # fmt: skip

@@ -36,6 +36,7 @@ from simdedup.store import (
     IndexSession,
     StoredIndex,
     block_values,
+    check_settings,
     empty_index,
     fingerprint_record,
     index_lock,
@@ -577,6 +578,18 @@ def test_merge_refuses_other_settings(tmp_path: Path) -> None:
     b = make_index([2], ["b"], [0], Settings(tokenizer="chars"))
     with pytest.raises(IndexSettingsError, match="b was made with other fingerprint settings: tokenizer"):
         merge_indexes([("a", a), ("b", b)])
+
+
+def test_a_file_made_with_tokenizer_jieba_serves_auto_and_a_seed_is_named_as_the_librarys() -> None:
+    # Files record "jieba" where Settings kept it; the same tokens as "auto" (a review).
+    stored = fingerprint_record(Settings())
+    stored["settings"]["tokenizer"] = "jieba"
+    check_settings("old.sdx", stored, Settings())
+    check_settings("old.sdx", stored, Settings(tokenizer="jieba"))
+    # No command has --seed: the message says where a seed comes from.
+    seeded = fingerprint_record(Settings(seed=5))
+    with pytest.raises(IndexSettingsError, match=r"seed is 5 there, 0 in this run.*Settings\(seed=...\)"):
+        check_settings("seeded.sdx", seeded, Settings())
 
 
 # ---------------------------------------------------------------- key buckets
