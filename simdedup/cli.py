@@ -63,6 +63,7 @@ from .read import (
     STDIN,
     Chunk,
     Document,
+    OnProblem,
     Problem,
     ReadOptions,
     Span,
@@ -72,6 +73,7 @@ from .read import (
     argument_text,
     codec_for,
     file_identity,
+    first_bytes,
     is_stream,
     json_type,
     limited_text,
@@ -638,11 +640,6 @@ class Messages:
     def detail(self, text: str) -> None:
         if self.verbose and not self.quiet:
             self._say(_one_line(text))
-
-
-def _counted(n: int, thing: str) -> str:
-    """`1 run`, `2 runs`."""
-    return f"{n:,} {thing}" + ("" if n == 1 else "s")
 
 
 def _one_line(text: str) -> str:
@@ -1474,11 +1471,23 @@ def _record_format(path: str, kw: dict[str, Any]) -> str:
     return format_for(path)
 
 
+def _unique_writer(stream: IO[bytes], name: str, kw: dict[str, Any]) -> UniqueWriter:
+    """The writer of unique documents to `stream`, named `name`: on a terminal, a
+    directory member's path (its input form) escaped as names are on stderr."""
+    on_terminal = _stdout_named(name) == "-" and _isatty(sys.stdout)
+    return UniqueWriter(stream, keep_empty=not kw["drop_empty"], names=_shown_name if on_terminal else None)
+
+
+def _shown_name(path: bytes) -> bytes:
+    shown = path.decode("utf-8", "surrogateescape").translate(_CONTROL_ESCAPES)
+    return shown.encode("utf-8", "surrogateescape")
+
+
 def _warn_if_format_unused(kw: dict[str, Any], outputs: Outputs, messages: Messages) -> None:
     """`scan --format` given while another output writes to stdout, where it does not
     make that output's records: nothing it asks for is written."""
     owner, fmt = outputs.stdout_owner, kw["fmt"]
-    if fmt and owner == "--unique":
+    if fmt and owner in ("--unique", "--summary-json"):  # no records: the documents, one JSON object
         messages.warn(
             f"--format {fmt}", f"it formats the group listing, which is not printed: {owner} writes to stdout"
         )
@@ -1810,8 +1819,11 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
             console.width = 1 << 16  # fold ids into (`make demo > f`), unless one is asked for
         with console.capture() as captured:  # rendered for this terminal, colours and width
             console.print(table)
+        shown = captured.get()
+        if not _isatty(sys.stdout):  # a file's lines end where their text does: diffs show no padding
+            shown = "\n".join(line.rstrip(" ") for line in shown.split("\n"))
         # Not by rich: its one large write. Its colours kept: the ids are inert (_one_line).
-        _write_out(captured.get().encode("utf-8"), inert=False)
+        _write_out(shown.encode("utf-8"), inert=False)
         return
     stream = _stdout()
     if fmt == "jsonl":
@@ -1830,8 +1842,9 @@ def _details(messages: Messages, dd: Deduplicator) -> None:
     stats = dd.index.stats()
     messages.detail(f"settings: {dd.settings}")
     messages.detail(
-        f"index: {stats.fingerprints:,} fingerprints; {stats.layout}; {_counted(stats.runs, 'run')}; "
-        f"largest bucket {stats.largest_bucket:,}; {stats.nbytes / max(1, stats.fingerprints):.0f} bytes each"
+        f"index: {stats.fingerprints:,} fingerprints; {stats.layout}; {counted(stats.runs, 'sorted run')} "
+        f"and {stats.buffered:,} recent rows compared one by one; largest bucket {stats.largest_bucket:,}; "
+        f"{stats.nbytes / max(1, stats.fingerprints):.0f} bytes each (spare room included)"
     )
     if isinstance(dd, VerifyingDeduplicator):
         messages.detail(
@@ -1884,8 +1897,10 @@ def _finish(
         }
         if session is not None:
             record["index"] = {
-                "path": str(session.path),
-                "run": session.run_name,
+                # \xNN for a byte of the name that is not UTF-8, as in ids (a lone surrogate was
+                # written, which JSON readers turn into U+FFFD; a review)
+                "path": printable(str(session.path)),
+                "run": session.run_name,  # UTF-8: --run-name refuses other bytes
                 "loaded": session.loaded,
                 "saved": len(dd.index),
             }
@@ -2047,7 +2062,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
             _warn_if_name_taken(session, messages)
         writers: list[Any] = []
         if (f := outputs.open(kw["unique"], "--unique")) is not None:
-            writers.append(UniqueWriter(f, keep_empty=not kw["drop_empty"]))
+            writers.append(_unique_writer(f, kw["unique"], kw))
         writers += _record_writers(outputs, kw, dd, session)
         _warn_if_format_unused(kw, outputs, messages)
         summary_json = outputs.open(kw["summary_json"], "--summary-json")
@@ -2122,7 +2137,7 @@ def filter_(source: str | None, **kw: Any) -> None:
             _warn_if_name_taken(session, messages)
         stdout = outputs.open("-", "filter output")
         assert stdout is not None
-        writers: list[Any] = [UniqueWriter(stdout, keep_empty=not kw["drop_empty"])]
+        writers: list[Any] = [_unique_writer(stdout, "-", kw)]
         writers += _record_writers(outputs, kw, dd, session)
         summary_json = outputs.open(kw["summary_json"], "--summary-json")
         summary, _, interrupted = _run(
@@ -2370,26 +2385,27 @@ def _numbered(
             answers.close()
 
 
-def _read_whole(path: str, messages: Messages) -> Document:
+def _read_whole(path: str, on_problem: OnProblem) -> Document:
     if path != STDIN and ReadOptions().is_jsonl(path):
-        messages.problem(Problem(path, "jsonl-member", _WHOLE_JSONL))
-    if path == STDIN:
-        data = _binary(sys.stdin).read()
-    else:
-        try:
-            with open_input(path) as f:
-                data = f.read()
-        except READ_ERRORS as e:
-            raise CliError(f"{path}: {read_error(e, path)}") from e
+        on_problem(Problem(path, "jsonl-member", _WHOLE_JSONL))
     # As scan reads a directory's file: fingerprinted on its first --max-doc-size bytes
-    # (16 MiB), UTF-16 or UTF-32 after its byte-order mark, else UTF-8 without one; a
-    # binary file, which scan skips, is no document.
+    # (16 MiB), UTF-16 or UTF-32 after its byte-order mark, else UTF-8 without one, and
+    # nothing past them read (`yes | simdedup compare - a.txt` read stdin until memory ran
+    # out, a review); a binary file, which scan skips, is no document.
+    try:
+        if path == STDIN:
+            data, whole = first_bytes(_binary(sys.stdin), MAX_DOC_SIZE)
+        else:
+            with open_input(path) as f:
+                data, whole = first_bytes(f, MAX_DOC_SIZE)
+    except READ_ERRORS as e:
+        raise CliError(f"{path}: {read_error(e, path)}") from e
     if looks_binary(data):
         raise CliError(f"{path}: a binary file, which scan skips: nothing to compare")
-    text, cut = limited_text(data, True, MAX_DOC_SIZE, path, messages.problem)
+    text, cut = limited_text(data, whole, MAX_DOC_SIZE, path, on_problem)
     if cut:
         said = f"file is over {size_text(MAX_DOC_SIZE)}; compared on its first part, as scan fingerprints it"
-        messages.problem(Problem(path, "too-large", said))
+        on_problem(Problem(path, "too-large", said))
     return Document(printable(path), text, os.fsencode(path))
 
 
@@ -2440,11 +2456,14 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         raise CliError("compare takes exactly two documents: two FILEs, --text twice, or a FILE and a --text")
     if files.count(STDIN) > 1:
         raise CliError("stdin (-) is given twice, and it can be read once: give one of the two another way")
-    messages = Messages(quiet=False, verbose=False)  # what reading a file replaced or took whole
-    docs = [_read_whole(f, messages) for f in files] + [
-        Document(f"--text {i + 1}", argument_text(t, f"--text {i + 1}", messages.problem), b"")
+    # What reading a file replaced or cut short: an error there exits 3, as other commands
+    # do (it exited 0 or 1 after "error: invalid UTF-8", a review).
+    problems = _Problems(Messages(quiet=False, verbose=False))
+    docs = [_read_whole(f, problems) for f in files] + [
+        Document(f"--text {i + 1}", argument_text(t, f"--text {i + 1}", problems), b"")
         for i, t in enumerate(texts)
     ]
+    read_badly = ExitStatus.INPUT_ERRORS if problems.errors else None
     hasher = FeatureHasher(settings.bits, settings.seed)
     (fa, fb), sketches, (ha, hb) = fingerprints_and_sketches([doc.text for doc in docs], settings, hasher)
     names = [d.id for d in docs]
@@ -2466,7 +2485,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             _echo(json.dumps({**sides, "near": False, "empty": empty}, ensure_ascii=False))
         else:
             _echo(f"verdict     not near-duplicates ({why})")
-        sys.exit(ExitStatus.FOUND)
+        sys.exit(read_badly or ExitStatus.FOUND)
     features = [extract(d.text, settings) for d in docs]  # for the lists of unshared ones
     d = hamming(fa, fb)
     jaccard = float(similarity(sketches[:1], sketches[1:])[0])
@@ -2542,9 +2561,12 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             heads = f"{head_d} of {settings.bits} bits: {reach}"
             if head_d <= settings.distance < d:  # the pair rests on the heads
                 heads += f"; scan skips a head near more than {HEAD_CROWD} kept ones (boilerplate)"
+        sides = [
+            f"{side}           {result[side]['fingerprint']}  {name} ({counted(len(found), 'feature')})"
+            for side, name, found in zip("ab", shown_names, features)
+        ]
         lines = [
-            f"a           {result['a']['fingerprint']}  {shown_names[0]} ({len(features[0])} features)",
-            f"b           {result['b']['fingerprint']}  {shown_names[1]} ({len(features[1])} features)",
+            *sides,
             f"distance    {d} of {settings.bits} bits (k = {settings.distance}): "
             + ("within k" if d <= settings.distance else "beyond k"),
             f"heads       {heads} (fingerprints of {HEAD_SPEC})",
@@ -2562,7 +2584,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             f"verdict     {verdict}",
         ]
         _echo("\n".join(lines))
-    sys.exit(ExitStatus.OK if near else ExitStatus.FOUND)
+    sys.exit(read_badly or (ExitStatus.OK if near else ExitStatus.FOUND))
 
 
 @main.command(name="calibrate")
@@ -2650,7 +2672,7 @@ def calibrate_command(
             _echo(json.dumps({**record, "best": top[s.preset] == s}))
     else:
         positives = sum(p.duplicate for p in pairs)
-        _echo(f"{len(pairs)} pairs, {positives} labelled duplicate")
+        _echo(f"{counted(len(pairs), 'pair')}, {positives:,} labelled duplicate")
         width = max(len(s.preset) for s in scores)
         _echo(f"{'preset':<{width}}  k  precision  recall     f1     tp     fp     fn")
         for s in scores:
@@ -2862,11 +2884,11 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
         write_index(out, merged)
     for path, new in parts:
         if not _same_file(path, out):
-            messages.info(f"{path}: {len(new):,} fingerprints added ({_counted(len(new.runs), 'run')})")
+            messages.info(f"{path}: {len(new):,} fingerprints added ({counted(len(new.runs), 'run')})")
     added = [new for path, new in parts if not _same_file(path, out)]
     messages.info(  # OUT's own rows were counted as an index merged (a review)
         f"{out}: {len(merged):,} fingerprints, {sum(map(len, added)):,} of them added from "
-        + _counted(len(added), "input")
+        + counted(len(added), "input")
     )
 
 

@@ -504,6 +504,8 @@ class IndexStats:
     runs: int
     largest_bucket: int
     nbytes: int
+    #: Recent rows in no run yet, each compared with every query (BUFFER_ROWS at most).
+    buffered: int = 0
 
 
 class BlockIndex:
@@ -743,6 +745,7 @@ class BlockIndex:
             runs=len(self._runs),
             largest_bucket=largest,
             nbytes=nbytes,
+            buffered=self._n - self._buffer_start,
         )
 
     def _check(self) -> None:

@@ -572,7 +572,9 @@ def _jsonl_member(where: str) -> Problem:
 def _unnamed(where: str, field: str) -> Problem:
     """The first record has no id: said of a null one too ("no 'id' field" was, of a
     field that is there; a review), and of a path into a field, which is not read."""
-    message = f"no {field!r} field, or a null one (--id-field); records without one are named PATH:LINE"
+    message = (
+        f"no {field!r} field, or a null or empty one (--id-field); records without one are named PATH:LINE"
+    )
     if "." in field:  # meta.id
         message += "; --id-field names a top-level field"
     return Problem(where, "no-id", message)
@@ -1234,7 +1236,9 @@ def _parse_record(
     ident = record.get(options.id_field)
     if type(ident) is float or ident == 0 and type(ident) is int:  # 1e2, 1.10, -0: as written
         ident = load_json(text, numbers_as_written=True)[options.id_field]
-    doc_id = where if ident is None else ident if type(ident) is str else _id_text(ident)
+    # An empty id names nothing (as a duplicate_of, CSV and TSV write it as they write
+    # null; a review): the record is named PATH:LINE, as one without an id.
+    doc_id = where if ident is None or ident == "" else ident if type(ident) is str else _id_text(ident)
     if options.features_field is not None:
         if options.features_field not in record:
             on_problem(Problem(where, "bad-record", f"no {options.features_field!r} field"))
@@ -1616,9 +1620,7 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
                     Problem(path, "output", "a file this run writes (reached through a link); skipped")
                 )
                 return None
-            data = _read_up_to(f, limit + _MARK_BYTES)
-            if (wide := _wide_encoding(data)) is not None and len(data) == limit + _MARK_BYTES:
-                data += f.read(_wide_bytes(wide, limit) - len(data))  # as many UTF-8 bytes
+            data, whole = first_bytes(f, limit)
     except _NotAFile:
         on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
         return None
@@ -1629,13 +1631,23 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
         on_problem(Problem(path, "binary", "binary file; skipped"))
         return None
     raw = os.fsencode(path)
-    whole = len(data) < (limit + _MARK_BYTES if wide is None else _wide_bytes(wide, limit))
     text, truncated = limited_text(data, whole, limit, path, on_problem)
     if truncated:
         on_problem(
             Problem(path, "too-large", f"file is over {size_text(limit)}; fingerprinted its first part")
         )
     return Document(printable(path), text, raw)
+
+
+def first_bytes(f: IO[bytes], limit: int) -> tuple[bytes, bool]:
+    """(data, whole): the first bytes of a file that hold its first `limit` bytes of
+    text (UTF-16 or UTF-32 after a byte-order mark: as many code units), and whether
+    they are all of it. The rest is never read: /dev/zero or an endless pipe is a
+    document cut short, not a process that grows until it is killed."""
+    data = _read_up_to(f, limit + _MARK_BYTES)
+    if (wide := _wide_encoding(data)) is not None and len(data) == limit + _MARK_BYTES:
+        data += f.read(_wide_bytes(wide, limit) - len(data))  # as many UTF-8 bytes
+    return data, len(data) < (limit + _MARK_BYTES if wide is None else _wide_bytes(wide, limit))
 
 
 #: Room for a byte-order mark, read beyond a file's --max-doc-size bytes.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,7 +22,7 @@ import numpy as np
 
 from .dedup import Decision
 from .fingerprint import format_fingerprint
-from .read import plain_name
+from .read import plain_name, printable
 
 TABULAR = ("tsv", "csv")
 
@@ -134,14 +135,22 @@ def fingerprint_text(fp: int | None, bits: int) -> str | None:
 
 class UniqueWriter:
     """Unique (and empty) documents in their input form: the line, the JSONL record
-    unchanged, or a directory member's path."""
+    unchanged, or a directory member's path; with `names` (on a terminal), a member's
+    path as `names` shows it: a crawled file's name held an escape sequence that drove
+    the terminal (a review). A member is known by its id, its path as printable() gives
+    it."""
 
-    def __init__(self, stream: IO[bytes], *, keep_empty: bool = True) -> None:
-        self.stream, self.keep_empty = stream, keep_empty
+    def __init__(
+        self, stream: IO[bytes], *, keep_empty: bool = True, names: Callable[[bytes], bytes] | None = None
+    ) -> None:
+        self.stream, self.keep_empty, self.names = stream, keep_empty, names
 
     def write(self, decision: Decision) -> None:
         if decision.status == "unique" or (decision.status == "empty" and self.keep_empty):
-            self.stream.write(decision.doc.raw + b"\n")
+            raw = decision.doc.raw
+            if self.names is not None and decision.doc.id == printable(os.fsdecode(raw)):
+                raw = self.names(raw)
+            self.stream.write(raw + b"\n")
 
     def flush(self) -> None:
         self.stream.flush()

@@ -716,6 +716,16 @@ def test_results_on_a_terminal_show_ids_inert_and_redirected_keep_them(
         lines.write_text(f"{LINE} \x1b[31m\n{OTHER}\n")
         assert run("filter", str(lines), "-q").stdout == lines.read_text()
         assert run("scan", str(lines), "-q", "--unique", "-").stdout == lines.read_text()
+        # A directory member's input form is its path: a name, escaped on a terminal as
+        # names are (its ESC drove the terminal, a review); redirected, its bytes.
+        folder = tmp_path / "crawl"
+        folder.mkdir(exist_ok=True)
+        (folder / "c\x1b[2Jr.txt").write_text(LINE)
+        (folder / "n\nl.txt").write_text(OTHER)
+        shown = ["c\\x1b[2Jr.txt", "n\\nl.txt"] if terminal else ["c\x1b[2Jr.txt", "n\nl.txt"]
+        expected = "".join(f"{folder}/{name}\n" for name in shown)
+        assert run("filter", str(folder), "-q").stdout == expected
+        assert run("scan", str(folder), "-q", "--unique", "-").stdout == expected
 
 
 def test_a_newline_or_tab_in_a_name_splits_no_csv_row_on_a_terminal_nor_a_compare_line(
@@ -967,6 +977,39 @@ def test_compare_fingerprints_a_file_as_scan_does_past_the_size_limit(tmp_path: 
     # as the same, without a word)
     said = f"{f}: error: file is over 16.0 MiB; compared on its first part, as scan fingerprints it"
     assert said in result.stderr
+    assert result.exit_code == 3  # an input error, as other commands exit (it exited 0)
+    assert json.loads(result.stdout)["near"] is True
+
+
+@linux_only
+def test_compare_reads_no_further_than_it_compares() -> None:
+    # `yes | simdedup compare - a.txt` read stdin whole: memory grew until the process
+    # was killed, or a MemoryError traceback exited 1, "not near-duplicates" (a review).
+    endless = subprocess.Popen(["yes", LINE], stdout=subprocess.PIPE)
+    try:
+        assert endless.stdout is not None
+        command = [sys.executable, "-m", "simdedup", "compare", "-", "--text", LINE, "--json"]
+        result = subprocess.run(
+            command,
+            stdin=endless.stdout,
+            capture_output=True,
+            timeout=120,
+            check=False,
+            preexec_fn=_at_most_3_gb,
+        )
+    finally:
+        endless.kill()
+        endless.wait()
+        endless.stdout.close()  # type: ignore[union-attr]
+    assert result.returncode == 3, result.stderr
+    assert b"-: error: file is over 16.0 MiB; compared on its first part" in result.stderr
+    assert "near" in json.loads(result.stdout)  # the comparison of its first 16 MiB
+
+
+def _at_most_3_gb() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
 
 
 def _zstd() -> Any:
@@ -1263,13 +1306,13 @@ def test_an_id_field_missing_from_a_first_record_is_warned_about_once(tmp_path: 
     misspelt = run("fingerprint", str(records), "--id-field", "ID", "-j", jobs)
     assert misspelt.exit_code == 0
     assert misspelt.stderr.count("warning") == 1
-    assert f"{records}:1: warning: no 'ID' field, or a null one (--id-field)" in misspelt.stderr
+    assert f"{records}:1: warning: no 'ID' field, or a null or empty one (--id-field)" in misspelt.stderr
     ids = [row.split("\t")[1] for row in misspelt.stdout.splitlines()]
     assert ids == [f"{records}:{i}" for i in (1, 2, 3)]
     nested = run("fingerprint", str(records), "--id-field", "meta.id", "-j", jobs)
     assert nested.stderr.splitlines() == [
-        f"{records}:1: warning: no 'meta.id' field, or a null one (--id-field); records without one are "
-        "named PATH:LINE; --id-field names a top-level field"
+        f"{records}:1: warning: no 'meta.id' field, or a null or empty one (--id-field); records without "
+        "one are named PATH:LINE; --id-field names a top-level field"
     ]
     # The default field may be absent (ids are then PATH:LINE, as documented); a field
     # given and present is quiet too.
@@ -1277,6 +1320,16 @@ def test_an_id_field_missing_from_a_first_record_is_warned_about_once(tmp_path: 
         assert "warning" not in run("fingerprint", str(records), "-j", jobs, *quiet).stderr
     records.write_text(json.dumps({"text": LINE}) + "\n")
     assert "warning" not in run("fingerprint", str(records), "-j", jobs).stderr
+
+
+def test_an_empty_id_names_the_record_by_its_place(tmp_path: Path) -> None:
+    # "duplicate_of" of a record with id "" was empty, which CSV and TSV write for null
+    # too (a review); a blank id is an id.
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"id": i, "text": LINE}) + "\n" for i in ("", " ", "")))
+    report = run("scan", str(records), "--report", "-", "--format", "tsv", "-q").stdout.splitlines()
+    assert [row.split("\t")[0] for row in report[1:]] == [f"{records}:1", " ", f"{records}:3"]
+    assert [row.split("\t")[3] for row in report[1:]] == ["", f"{records}:1", f"{records}:1"]
 
 
 def test_a_wide_distance_is_warned_about_and_compares_every_row(tmp_path: Path) -> None:
@@ -1326,6 +1379,7 @@ def test_compare_says_what_it_replaced_takes_whole_or_cannot_read_twice(tmp_path
     bad.write_bytes(b"caf\xe9 au lait and more words\n")
     result = run("compare", str(bad), "--text", "cafe au lait and more words")
     assert f"{bad}: error: invalid UTF-8 at byte 4, decoded with replacement" in result.stderr
+    assert result.exit_code == 3  # the verdict is on stdout; the status says the input was bad
     # The same byte in --text (argv keeps it as a lone surrogate) went quietly (a review).
     given = run(
         "compare", "--text", "caf\udce9 au lait and more words", "--text", "cafe au lait and more words"
@@ -1919,3 +1973,12 @@ def test_a_problem_that_every_record_has_is_named_ten_times_a_file_and_counted_w
     latin.write_bytes(b"".join(b"x" * (i % 50) + b"caf\xe9 au lait\n" for i in range(30)))
     said = run("filter", str(latin)).stderr.splitlines()
     assert len([line for line in said if "invalid UTF-8" in line]) == 10 and "and so on" in said[9]
+
+
+def test_counts_of_one_are_said_in_the_singular(tmp_path: Path) -> None:
+    # "(1 features)", "1 pairs" (a review).
+    compared = run("compare", "--text", "hello", "--text", "hello world").stdout.splitlines()
+    assert compared[0].endswith("--text 1 (1 feature)") and compared[1].endswith("--text 2 (2 features)")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"a": LINE, "b": LINE, "duplicate": True}) + "\n")
+    assert run("calibrate", str(pairs)).stdout.startswith("1 pair, 1 labelled duplicate\n")

@@ -275,6 +275,16 @@ def test_the_summary_json_names_the_index_and_what_was_added(index: Path, day2: 
     assert record["index"] == {"path": str(index), "run": "tue", "loaded": 6, "saved": 8}
 
 
+def test_the_summary_json_escapes_a_name_that_is_not_utf8(day2: Path, tmp_path: Path) -> None:
+    # The lone surrogate of a byte that is not UTF-8 was written as it was: JSON readers
+    # made it U+FFFD (a review). It is \xNN, as in ids and messages.
+    index, summary = tmp_path / "x\udcff.sdx", tmp_path / "summary.json"
+    given = [str(day2), "--index", str(index), "--summary-json", str(summary), "-q"]
+    assert run("scan", *given).exit_code == 0
+    record = json.loads(summary.read_bytes())
+    assert record["index"]["path"] == str(tmp_path / "x\\xff.sdx")
+
+
 # ---------------------------------------------------------------- refused before any work
 
 
