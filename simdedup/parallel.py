@@ -46,7 +46,7 @@ except ImportError:  # another Python than CPython
     _set_handler = signal.signal
 
 from .fingerprint import FeatureHasher, HashFunc, check_hasher, fingerprint_work
-from .read import Chunk, Document, Problem, ReadOptions, Span, SpanReader, ascii_lines, read_chunk
+from .read import BARRIER, Chunk, Document, Problem, ReadOptions, Span, SpanReader, ascii_lines, read_chunk
 from .settings import Settings
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
@@ -258,9 +258,10 @@ def ordered_map(
         raise ValueError("jobs=AUTO weighs an item's time by its characters: give chars")
     idle = idle or _never
     it = iter(items)
+    work = (item for item in it if item is not BARRIER)  # the items, where nothing is out
     task = setup()
     timed: list[float] = []  # jobs=AUTO: seconds a character of the items with text so far
-    for item in it:
+    for item in work:
         started = time.perf_counter()
         answer = task(item)
         seconds = time.perf_counter() - started
@@ -275,9 +276,9 @@ def ordered_map(
     else:
         return
     if jobs == 1:
-        yield from map(task, it)
+        yield from map(task, work)
         return
-    following = next(it, None)
+    following = next(work, None)
     if following is None:
         return
     workers = _Workers(setup, jobs)
@@ -285,6 +286,11 @@ def ordered_map(
     try:
         try:
             for n, item in enumerate(chain((following,), it)):
+                if item is BARRIER:  # every item out done before the next is taken
+                    while out:
+                        yield workers.receive(out.popleft())
+                        _interrupted(workers)
+                    continue
                 conn = workers.conns[n % jobs]
                 workers.send(conn, item)
                 out.append(conn)

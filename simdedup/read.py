@@ -25,7 +25,7 @@ import stat
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple, overload
 
 import numpy as np
@@ -244,6 +244,26 @@ class Streams:
         if lines is not self.stdin:
             lines.stream.close()
 
+    def read_before(self, path: str, files: set[tuple[int, int]]) -> bool:
+        """_read_before for the stream at `path`, told by its (st_dev, st_ino) without
+        opening it: stdin's (a file's, given as `< a.txt`), a named pipe's. A file given
+        by name and as stdin was read twice, each line its own duplicate, and a named
+        pipe given twice waited on a second writer, then was read again (a review)."""
+        try:
+            if path != STDIN:
+                st = os.stat(path)
+            elif self.stdin is not None:
+                st = os.fstat(self.stdin.stream.fileno())
+            else:
+                return False
+        except (OSError, AttributeError, ValueError):  # no descriptor: a test's bytes
+            return False
+        key = file_identity(st)
+        if key in files:
+            return True
+        files.add(key)
+        return False
+
     def waiting(self) -> bool:
         return self._current is not None and self._current.waiting()
 
@@ -274,15 +294,15 @@ def _documents(
     paths: list[str], options: ReadOptions, on_problem: OnProblem, stdin: IO[bytes] | Lines | Streams | None
 ) -> Iterator[Document]:
     streams = _streams(stdin)
-    seen: set[tuple[int, int]] = set()  # the directories read
+    seen = Entered()  # the directories read
     files: set[tuple[int, int]] = set()  # the files named
     stdin_read = False
     # A file given by name and also in a folder given is read once, where it comes first.
     named = _named_files(paths) if any(os.path.isdir(path) for path in paths) else frozenset()
     said = False  # that a directory's JSONL files are documents, not records: once a run
     for path in paths:
-        if path == STDIN and stdin_read:  # at its end: read again, it would give nothing
-            on_problem(_revisited(path))
+        if path == STDIN and stdin_read or is_stream(path) and streams.read_before(path, files):
+            on_problem(_revisited(path))  # stdin at its end: read again, it would give nothing
         elif is_stream(path):
             stdin_read = stdin_read or path == STDIN
             try:
@@ -300,12 +320,31 @@ def _documents(
                     said = True
                     on_problem(_jsonl_member(doc.id))
                 yield doc
-        elif not os.path.lexists(path):
-            on_problem(Problem(path, "missing", "no such file or directory"))
+        elif (problem := _unopenable(path)) is not None:
+            on_problem(problem)
         elif _read_before(path, files):
             on_problem(_revisited(path))
         else:
             yield from _read_file(path, options, on_problem)
+
+
+def _unopenable(path: str) -> Problem | None:
+    """Why a path given by name (not a folder, not a stream) is read as no file, said as
+    a folder's members are: missing, a link to nothing or a loop of links, out of reach,
+    or a socket. A file in a folder that the user may not search was "no such file or
+    directory", a socket "No such device or address" (a review)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        missing = "broken symbolic link" if os.path.islink(path) else "no such file or directory"
+        return Problem(path, "missing", missing)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return Problem(path, "symlink-loop", "symbolic link loop; not followed")
+        return Problem(path, "unreadable", e.strerror or str(e))
+    if stat.S_ISSOCK(st.st_mode):
+        return Problem(path, "not-a-file", "not a regular file; skipped")
+    return None
 
 
 def _read_before(
@@ -605,23 +644,23 @@ def read_chunks(
     stdin: Lines | Streams | None = None,
     size: int | None = None,
     stretches: bool = False,
-) -> Iterator[Chunk | Span | Stretch | Problem]:
+) -> Iterator[Chunk | Span | Stretch | Barrier | Problem]:
     """Every file of `paths` as Chunks of whole lines, in order, with each Problem in
     its place among them: read_documents without the parsing, which read_chunk does, so
     that worker processes can do it. Not for directories. A plain file comes as Spans,
     which those processes read themselves (SpanReader); with `stretches`, all but its
     first as Stretches, cut without reading it, for a caller that numbers their lines
-    itself (a plain file that is not JSONL). "-" is `stdin`, and a named pipe or device
-    is read as it is (Streams): their whole lines so far also make a Chunk whenever the
-    writer goes quiet (Lines.waiting). Chunks hold `size` bytes or so (CHUNK_BYTES), a
-    file's first FIRST_CHUNK_BYTES."""
+    itself (a plain file that is not JSONL), each run of them followed by BARRIER. "-"
+    is `stdin`, and a named pipe or device is read as it is (Streams): their whole lines
+    so far also make a Chunk whenever the writer goes quiet (Lines.waiting). Chunks hold
+    `size` bytes or so (CHUNK_BYTES), a file's first FIRST_CHUNK_BYTES."""
     size = size or CHUNK_BYTES
     streams = _streams(stdin)
     files: set[tuple[int, int]] = set()  # the files read
     stdin_read = False
     for path in paths:
-        if path == STDIN and stdin_read:  # at its end: read again, it would give nothing
-            yield _revisited(path)
+        if path == STDIN and stdin_read or is_stream(path) and streams.read_before(path, files):
+            yield _revisited(path)  # stdin at its end: read again, it would give nothing
             continue
         if is_stream(path):
             stdin_read = stdin_read or path == STDIN
@@ -637,8 +676,8 @@ def read_chunks(
             continue
         if os.path.isdir(path):
             raise ValueError(f"{path!r}: a directory is read a document at a time")
-        if not os.path.lexists(path):
-            yield Problem(path, "missing", "no such file or directory")
+        if (problem := _unopenable(path)) is not None:
+            yield problem
             continue
         if _read_before(path, files):
             yield _revisited(path)
@@ -733,17 +772,29 @@ class Stretch(NamedTuple):
     ends: int
 
 
+class Barrier:
+    """An item of read_chunks' that is no work: whoever hands its items to other
+    processes (parallel.ordered_map) has every item before it done before it takes the
+    next. _stretches asks a file's size again after one, once what was cut is read."""
+
+
+BARRIER = Barrier()
+
+
 def _stretches(
     stream: IO[bytes], name: str, path: str, file: tuple[int, int], at: int, first: int, size: int
-) -> Iterator[Stretch]:
+) -> Iterator[Stretch | Barrier]:
     """Stretches of `size` bytes from byte `at` (line `first`) of a plain file to its end,
-    its size asked again at the end, for what was written since; the stream is left
-    there, for _shrank."""
+    its size asked again once they are read (BARRIER), for what was written since; the
+    stream is left there, for _shrank. Asked as soon as they were cut, it missed the
+    lines appended while workers read them: `fingerprint` of a growing file stopped at
+    its size when it started (a review), where one process reads to its new end."""
     while at < (end := os.fstat(stream.fileno()).st_size):
         while at < end:
             cut = min(size, end - at)  # the last one to the file's end: what is written since comes next
             yield Stretch(name, first, path, file, at, cut, end)
             first, at = 0, at + cut
+        yield BARRIER
     stream.seek(at)
 
 
@@ -770,7 +821,7 @@ def _reopenable(stream: IO[bytes], name: str) -> tuple[str, tuple[int, int]] | N
 
 def _spans(
     stream: IO[bytes], name: str, path: str, file: tuple[int, int], size: int, stretches: bool = False
-) -> Iterator[Span | Stretch | Problem]:
+) -> Iterator[Span | Stretch | Barrier | Problem]:
     """_chunks for a plain file, as Spans: cut at the last newline once a buffer of
     FIRST_CHUNK_BYTES, then of `size`, is full (a line longer than it grows it), each
     read into one buffer that the next reuses, and only its newlines counted. With
@@ -1437,7 +1488,7 @@ def _read_tree(
     top: str,
     options: ReadOptions,
     on_problem: OnProblem,
-    seen: set[tuple[int, int]] | None = None,
+    seen: Entered | None = None,
     named: tuple[frozenset[tuple[int, int]], set[tuple[int, int]]] | None = None,
 ) -> Iterator[Document]:
     """Each regular file below `top` is one document, in sorted path order. `named`:
@@ -1471,22 +1522,36 @@ def _excluded(rel: str, name: str, patterns: Sequence[str]) -> bool:
 
 #: What a directory's visit gives _walk: a file's path, or a folder to visit next
 #: (its path, its path relative to the top, the directories above it).
-_Step = str | tuple[str, str, frozenset[tuple[int, int]]]
+_Step = str | tuple[str, str, frozenset[tuple[int, int]], bool]
+
+
+@dataclass
+class Entered:
+    """The directories entered so far in a run (by st_dev, st_ino): each with the names
+    --glob and --exclude passed over in it, and those with names passed over in them or
+    below, which, entered again under another path, may have more to read."""
+
+    passed: dict[tuple[int, int], set[str]] = field(default_factory=dict)
+    incomplete: set[tuple[int, int]] = field(default_factory=set)
 
 
 def _walk(
-    top: str, options: ReadOptions, on_problem: OnProblem, seen: set[tuple[int, int]] | None = None
+    top: str, options: ReadOptions, on_problem: OnProblem, seen: Entered | None = None
 ) -> Iterator[str]:
-    """The files below `top`, in name order, depth first. `seen`: the directories read
-    so far in this run (a folder given twice, or reached again through a link, is read
-    once). Directories are visited from a stack of listings, not by recursion: a tree
+    """The files below `top`, in name order, depth first. `seen`: the directories
+    entered so far in this run (a folder given twice, or reached again through a link,
+    is read once). Directories are visited from a stack of listings, not by recursion: a tree
     1,000 levels deep overflowed Python's."""
-    seen = set() if seen is None else seen
+    seen = Entered() if seen is None else seen
+    incomplete = seen.incomplete
 
-    def visit(directory: str, rel_prefix: str, ancestors: frozenset[tuple[int, int]]) -> Iterator[_Step]:
+    def visit(
+        directory: str, rel_prefix: str, ancestors: frozenset[tuple[int, int]], again: bool = False
+    ) -> Iterator[_Step]:
         """The files in `directory` (whose path relative to `top` is rel_prefix: empty
         for top itself, else ending in a separator) as paths, and each folder in it as
-        the (directory, rel_prefix, ancestors) to visit next, in name order."""
+        the (directory, rel_prefix, ancestors, again) to visit next, in name order.
+        `again`: a folder inside one entered again."""
         nonlocal passed_over, matched, entries_seen
         try:
             st = os.stat(directory)
@@ -1498,12 +1563,21 @@ def _walk(
         if key in ancestors:
             on_problem(Problem(directory, "symlink-loop", "symbolic link loop; not followed"))
             return
-        if key in seen:
-            on_problem(
-                Problem(directory, "revisited", "already read (given twice, or through a link); skipped")
-            )
-            return
-        seen.add(key)
+        # Entered before (given twice, or through a link): only what --glob and --exclude
+        # passed over then, under the path it had then, is read now, under this one, and
+        # the folders in it, for theirs. A folder whose link sorted first was all passed
+        # over by `--glob 'real/*'`, then skipped under its own name as read, its
+        # documents read nowhere (a review).
+        earlier = seen.passed.get(key)
+        if earlier is not None:
+            if key not in incomplete:
+                if not again:  # a folder of one entered again is said of that one only
+                    on_problem(_revisited(directory))
+                return
+            entries = [entry for entry in entries if entry[:-2] in earlier or entry[-1] == _DIRECTORY]
+            again = True
+        passed: set[str] = set()
+        seen.passed[key] = passed  # the names passed over, as the entries are
         ancestors = ancestors | {key}
         prefix = os.path.join(directory, "")  # + name: os.path.join(directory, name)
         entries_seen = max(entries_seen, 0)  # listed: -1 until top is
@@ -1512,16 +1586,20 @@ def _walk(
             path, rel = prefix + name, rel_prefix + name  # rel: os.path.relpath(path, top)
             if _excluded(rel, name, options.exclude):  # left out by a user who knew of it:
                 entries_seen += 1  # not an empty directory, even if it is a folder
+                passed.add(name)
+                incomplete.update(ancestors)
                 continue
             entries_seen += kind != _DIRECTORY
             if kind == _ERROR:
                 on_problem(Problem(path, "unreadable", errors[name]))
                 continue
             if kind == _DIRECTORY:
-                yield (path, rel + os.sep, ancestors)
+                yield (path, rel + os.sep, ancestors, again)
                 continue
             if options.glob and not _excluded(rel, name, options.glob):
                 passed_over += kind == _FILE
+                passed.add(name)
+                incomplete.update(ancestors)
                 continue
             matched += 1
             if kind == _FILE:
@@ -1624,8 +1702,8 @@ def _read_member(path: str, options: ReadOptions, on_problem: OnProblem) -> Docu
     except _NotAFile:
         on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
         return None
-    except READ_ERRORS as e:
-        on_problem(Problem(path, "unreadable", read_error(e, path)))
+    except READ_ERRORS as e:  # the document is left out: what was read of it too (a review)
+        on_problem(Problem(path, "unreadable", f"{read_error(e, path)}; skipped"))
         return None
     if looks_binary(data):
         on_problem(Problem(path, "binary", "binary file; skipped"))
@@ -1706,8 +1784,22 @@ def _open_member(path: str) -> Iterator[tuple[IO[bytes], os.stat_result]]:
 
 def looks_binary(data: bytes) -> bool:
     """Whether a whole file that starts with `data` is binary, not text: a NUL in its
-    first _SNIFF bytes, where it is no UTF-16 or UTF-32 text (read as such)."""
-    return _wide_encoding(data) is None and b"\0" in data[:_SNIFF]
+    first _SNIFF bytes, or more than one in 20 of them control bytes that text does not
+    hold (a tenth of compressed or random bytes are; git's objects, zlib streams without
+    a NUL, were read as text of replacement characters, each an error; a review), where
+    it is no UTF-16 or UTF-32 text (read as such)."""
+    if _wide_encoding(data) is not None:
+        return False
+    sniffed = data[:_SNIFF]
+    if b"\0" in sniffed:
+        return True
+    controls = len(sniffed) - len(sniffed.translate(None, _BINARY_BYTES))
+    return controls >= 4 and controls * 20 > len(sniffed)
+
+
+#: Control bytes that text does not hold: all but tab, newline, vertical tab, form feed,
+#: CR and ESC (terminal colours in a log).
+_BINARY_BYTES = bytes(set(range(0x20)) - set(b"\t\n\v\f\r\x1b") | {0x7F})
 
 
 def whole_text(data: bytes, final: bool, where: str, on_problem: OnProblem) -> str:

@@ -617,7 +617,11 @@ def test_a_stretch_of_a_file_cut_shorter_loses_its_lines_and_says_from_which(
     data = b"".join(b"line %d of words\n" % i for i in range(1, 5_001))
     path.write_bytes(data)
     monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 4096)
-    items = list(read_module.read_chunks([str(path)], ReadOptions(), size=4096, stretches=True))
+    items = [
+        item
+        for item in read_module.read_chunks([str(path)], ReadOptions(), size=4096, stretches=True)
+        if item is not read_module.BARRIER  # for ordered_map, which takes nothing of them to workers
+    ]
     assert len(items) > 5 and all(isinstance(item, read_module.Stretch) for item in items[1:])
     third, fourth = items[3], items[4]
     assert data[fourth.at - 1] != ord("\n")  # a line goes on from the third into the fourth

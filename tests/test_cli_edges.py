@@ -1603,6 +1603,8 @@ def test_a_damaged_gzip_is_one_error_and_the_other_inputs_are_read(tmp_path: Pat
         for args in (["scan", str(crawl)], ["filter", str(named)]):
             errors = [line for line in run(*args, "-j", jobs).stderr.splitlines() if ": error: " in line]
             assert len(errors) == 1 and said in errors[0] and "marker" not in errors[0], errors
+            # A member is one document, left out whole; a named file keeps the lines before.
+            assert errors[0].endswith("; skipped") is (args[0] == "scan"), errors
 
 
 def test_an_unreadable_input_is_left_to_the_reader_not_refused_as_usage(
@@ -1746,6 +1748,45 @@ def test_stdin_named_twice_is_read_once_and_said_so(tmp_path: Path, jobs: str) -
             assert result.stderr.count(said) == 1, result.stderr
             if command == "scan":
                 assert ", 1 skipped, " in result.stderr, result.stderr
+
+
+@linux_only
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_file_given_as_stdin_and_by_name_and_a_named_pipe_given_twice_are_read_once(
+    tmp_path: Path, jobs: str
+) -> None:
+    # `scan f.txt - < f.txt` read the file twice, each line its own duplicate; `scan ff
+    # ff` on a named pipe waited for a second writer, then read it again under the same
+    # ids (a review). Both are told by (st_dev, st_ino), as named files are.
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{OTHER}\n")
+    said = "warning: already read (given twice, or through a link); skipped"
+    for paths, again in [
+        ([str(lines), "-"], "-"),
+        (["-", str(lines)], str(lines)),
+        (["-", "/dev/stdin"], "/dev/stdin"),
+    ]:
+        with lines.open("rb") as stdin:
+            command = [sys.executable, "-m", "simdedup", "fingerprint", *paths, "-j", jobs]
+            result = subprocess.run(command, stdin=stdin, capture_output=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        assert len(result.stdout.splitlines()) == 2, (paths, result.stdout)
+        assert f"{again}: {said}".encode() in result.stderr
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=(f"{LINE}\n",))
+    writer.start()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "simdedup", "scan", str(fifo), str(fifo), "--report", "-", "-j", jobs],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        writer.join(timeout=60)
+    assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == [f"{fifo}:1"]
+    assert f"{fifo}: {said}".encode() in result.stderr
 
 
 @linux_only

@@ -38,7 +38,7 @@ from simdedup.parallel import (
     fingerprint_batches,
     ordered_map,
 )
-from simdedup.read import CHUNK_BYTES, Chunk, Problem
+from simdedup.read import BARRIER, CHUNK_BYTES, Chunk, Problem
 from simdedup.sketch import text_sketches
 
 short_texts = st.text(alphabet=st.sampled_from("ab cd Ça 中文 北京 .,\n"), max_size=40)
@@ -541,6 +541,25 @@ def test_ordered_map_gives_every_items_answer_in_order(count: int, jobs: int) ->
     # The first item is done here (workers inherit what it loaded); with jobs > 1 and
     # more than one item, the rest in workers.
     assert here == [True] * min(count, 1) + [jobs == 1] * max(count - 1, 0)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_barrier_has_every_item_before_it_handed_back_before_the_next_is_taken(jobs: int) -> None:
+    # read._stretches asks a file's size again after one: once what was cut is read.
+    handed: list[int] = []
+    taken_after: list[int] = []
+
+    def items() -> Iterator[Any]:
+        yield BARRIER  # before anything: nothing to wait for
+        yield from range(7)
+        yield BARRIER
+        taken_after.append(len(handed))
+        yield from range(7, 9)
+        yield BARRIER
+
+    for _, item, _ in ordered_map(partial(_numbered_by, "t"), items(), jobs):
+        handed.append(item)
+    assert handed == list(range(9)) and taken_after == [7]
 
 
 _PILED_ANSWERS = """

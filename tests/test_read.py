@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
 import os
+import socket
 import threading
 import tracemalloc
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -19,6 +23,7 @@ from hypothesis import strategies as st
 from simdedup import Document, Problem, ReadOptions, read_documents
 from simdedup import read as read_module
 from simdedup.read import (
+    BARRIER,
     MAX_DOC_SIZE,
     Chunk,
     Lines,
@@ -300,7 +305,7 @@ def test_an_empty_compressed_file_in_a_directory_is_cut_short(tmp_path: Path) ->
     docs, problems = read([str(tmp_path)])
     assert [(d.id, d.text) for d in docs] == [(str(tmp_path / "empty.txt"), "")]
     assert [(p.where, p.kind, p.message) for p in problems] == [
-        (str(tmp_path / "empty.gz"), "unreadable", "the gzip stream is cut short")
+        (str(tmp_path / "empty.gz"), "unreadable", "the gzip stream is cut short; skipped")
     ]
 
 
@@ -337,6 +342,23 @@ def test_binary_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
     assert [(p.kind, p.severity, p.skipped) for p in problems] == [("binary", "warning", True)]
 
 
+def test_binary_files_without_a_nul_are_skipped_too_and_text_is_not(tmp_path: Path) -> None:
+    # git's objects (zlib streams) held no NUL: read as text of replacement characters,
+    # each an invalid-UTF-8 error, exit 3 (a review). Text in other encodings, a log with
+    # its colours and a form feed stay text.
+    packed = bytes(b for b in zlib.compress(bytes(range(1, 256)) * 8, 1) if b) * 4
+    assert b"\0" not in packed
+    (tmp_path / "object").write_bytes(packed)
+    (tmp_path / "latin1.txt").write_bytes("Café crème à la française. ".encode("latin-1") * 40)
+    (tmp_path / "koi8.txt").write_bytes("Привет, как дела? ".encode("koi8-r") * 40)
+    (tmp_path / "log.txt").write_bytes(b"\x1b[31merror\x1b[0m at line 4\n\f" * 40)
+    docs, problems = read([str(tmp_path)])
+    assert [os.path.basename(d.id) for d in docs] == ["koi8.txt", "latin1.txt", "log.txt"]
+    assert [(os.path.basename(p.where), p.kind) for p in problems if p.kind == "binary"] == [
+        ("object", "binary")
+    ]
+
+
 def test_a_symlink_loop_is_reported_not_followed(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "doc.txt").write_text("text")
@@ -344,6 +366,43 @@ def test_a_symlink_loop_is_reported_not_followed(tmp_path: Path) -> None:
     docs, problems = read([str(tmp_path)])
     assert [d.text for d in docs] == ["text"]
     assert [p.kind for p in problems] == ["symlink-loop"]
+
+
+def test_a_folder_entered_again_reads_what_glob_and_exclude_passed_over_before(tmp_path: Path) -> None:
+    # `Latest -> nightly` sorts first: --glob 'nightly/*' passed over every file under
+    # Latest/, then skipped nightly/ as already read, and its documents were read nowhere,
+    # exit 0 (a review).
+    crawl = tmp_path / "crawl"
+    (crawl / "nightly" / "deep").mkdir(parents=True)
+    (crawl / "nightly" / "page.txt").write_text("page")
+    (crawl / "nightly" / "deep" / "more.txt").write_text("more")
+    (crawl / "top.txt").write_text("top")
+    (crawl / "Latest").symlink_to("nightly")
+    for options, ids in [
+        (ReadOptions(glob=("nightly/*",)), ["nightly/deep/more.txt", "nightly/page.txt"]),
+        (ReadOptions(exclude=("Latest/*",)), ["nightly/deep/more.txt", "nightly/page.txt", "top.txt"]),
+        (ReadOptions(glob=("*.txt",)), ["Latest/deep/more.txt", "Latest/page.txt", "top.txt"]),
+        (ReadOptions(), ["Latest/deep/more.txt", "Latest/page.txt", "top.txt"]),
+    ]:
+        docs, problems = read([str(crawl)], options)
+        assert [os.path.relpath(d.id, crawl) for d in docs] == ids, options
+        # Said only where nothing more was read: each document is read once.
+        revisited = [p.where for p in problems if p.kind == "revisited"]
+        assert revisited == (
+            [] if options.glob == ("nightly/*",) or options.exclude else [f"{crawl}/nightly"]
+        )
+    # The same with a folder given twice: the second reads what the first left out.
+    tree = tmp_path / "tree"
+    (tree / "sub" / "deep").mkdir(parents=True)
+    (tree / "sub" / "a.txt").write_text("a")
+    (tree / "sub" / "deep" / "b.txt").write_text("b")
+    (tree / "c.txt").write_text("c")
+    docs, problems = read([str(tree), str(tree / "sub")], ReadOptions(exclude=("sub/*",)))
+    assert [os.path.relpath(d.id, tree) for d in docs] == ["c.txt", "sub/a.txt", "sub/deep/b.txt"]
+    assert problems == []
+    docs, problems = read([str(tree), str(tree / "sub")])
+    assert [os.path.relpath(d.id, tree) for d in docs] == ["c.txt", "sub/a.txt", "sub/deep/b.txt"]
+    assert [(p.kind, p.where) for p in problems] == [("revisited", str(tree / "sub"))]
 
 
 def test_stdin_is_read_as_lines_named_dash() -> None:
@@ -410,6 +469,44 @@ def test_an_unreadable_file_is_a_problem(tmp_path: Path) -> None:
     assert [p.kind for p in problems] == ["unreadable"]
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root searches folders whatever their mode")
+def test_a_file_in_a_folder_out_of_reach_is_said_to_be_so_not_missing(tmp_path: Path) -> None:
+    # "no such file or directory" of a file in a folder the user may not search (a review).
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    (folder / "a.txt").write_text("x")
+    folder.chmod(0)
+    try:
+        for problems in (
+            read([str(folder / "a.txt")])[1],
+            read_in_chunks([str(folder / "a.txt")], ReadOptions(), 64)[1],
+        ):
+            assert [(p.kind, p.message) for p in problems] == [("unreadable", "Permission denied")]
+    finally:
+        folder.chmod(0o755)
+
+
+def test_names_that_are_no_file_are_said_as_in_a_folder(tmp_path: Path) -> None:
+    # A broken link given by name was "No such file or directory", a loop "Too many
+    # levels of symbolic links", a socket "No such device or address" (a review).
+    (tmp_path / "broken").symlink_to("nowhere")
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock"))
+    try:
+        paths = [str(tmp_path / name) for name in ("missing", "broken", "loop1", "sock")]
+        for problems in (read(paths)[1], read_in_chunks(paths, ReadOptions(), 64)[1]):
+            assert [(p.kind, p.message) for p in problems] == [
+                ("missing", "no such file or directory"),
+                ("missing", "broken symbolic link"),
+                ("symlink-loop", "symbolic link loop; not followed"),
+                ("not-a-file", "not a regular file; skipped"),
+            ]
+    finally:
+        sock.close()
+
+
 def read_in_chunks(
     paths: list[str],
     options: ReadOptions,
@@ -425,6 +522,8 @@ def read_in_chunks(
     spans = SpanReader()
     line = 0
     for item in read_chunks(paths, options, size=size, stretches=stretches):
+        if item is BARRIER:  # no work: everything before it is read (here, always)
+            continue
         if isinstance(item, Stretch):
             before(item)
             data = spans.stretch(item)
@@ -529,20 +628,44 @@ def test_stretches_of_a_file_that_grows_as_it_is_cut_cover_what_was_written_sinc
     assert got == read([str(f)], options)
 
 
-def test_a_file_cut_shorter_before_its_stretches_are_cut_is_said_to_have_shrunk(tmp_path: Path) -> None:
-    # Its Stretches end where it ends now; the stream was left a Stretch's length past
-    # that end, so the shrinking went unsaid (or said with more bytes than it held).
+@contextlib.contextmanager
+def _stretched(tmp_path: Path) -> Iterator[tuple[Path, Iterator[Any]]]:
+    """A file of 100 short lines, and read_chunks' items of it after its first Span:
+    Stretches of 256 bytes."""
     f = tmp_path / "f.txt"
     f.write_bytes(b"".join(b"line %d\n" % i for i in range(100)))
     with mock.patch.object(read_module, "FIRST_CHUNK_BYTES", 64):
         items = read_chunks([str(f)], ReadOptions(), size=256, stretches=True)
         assert isinstance(next(items), Span)
+        yield f, items
+
+
+def test_a_file_cut_shorter_before_its_stretches_are_cut_is_said_to_have_shrunk(tmp_path: Path) -> None:
+    # Its Stretches end where it ends now; the stream was left a Stretch's length past
+    # that end, so the shrinking went unsaid (or said with more bytes than it held).
+    with _stretched(tmp_path) as (f, items):
         with f.open("r+b") as cut:
             cut.truncate(500)
         rest = list(items)
     assert [(s.at, s.size) for s in rest if isinstance(s, Stretch)] == [(63, 256), (319, 181)]
     [problem] = [p for p in rest if isinstance(p, Problem)]
     assert problem.kind == "shrank" and "(500 of 790 bytes)" in problem.message
+
+
+def test_a_file_that_grows_is_cut_to_its_new_end_once_its_stretches_so_far_are_read(tmp_path: Path) -> None:
+    # Its size was asked again as soon as its Stretches were cut, before workers read
+    # them: lines appended meanwhile were never read, without a word (a review). A
+    # BARRIER comes first, after which (all read) the size is asked again.
+    with _stretched(tmp_path) as (f, items):
+        cut = []
+        for item in items:
+            if item is BARRIER and len(cut) == 3:
+                with f.open("ab") as more:
+                    more.write(b"".join(b"line %d\n" % i for i in range(100, 150)))
+            cut.append(item)
+    stretches = [(s.at, s.size) for s in cut if isinstance(s, Stretch)]
+    assert stretches == [(63, 256), (319, 256), (575, 215), (790, 256), (1046, 194)]
+    assert [item is BARRIER for item in cut] == [False, False, False, True, False, False, True]
 
 
 def test_a_span_of_a_file_rewritten_in_place_since_it_was_cut_is_not_read(tmp_path: Path) -> None:
