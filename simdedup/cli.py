@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -1953,6 +1954,12 @@ def _said_at_the_end(
             "by an older simdedup, which cut text with Chinese in it by its share of Han characters: "
             "they are used, but a copy of a mixed Chinese and English text may verify lower against them"
         )
+    if session is not None and session.unicode_before is not None:
+        messages.info(
+            f"index {session.path}: its fingerprints were made with Unicode {session.unicode_before}, "
+            f"this Python's is {unicodedata.unidata_version}: a text with characters added or changed "
+            "since may fingerprint otherwise, and its stored copies be missed"
+        )
     if session is not None and session.dropped_heads:
         messages.info(
             f"index {session.path}: {session.dropped_heads:,} stored head fingerprints were made "
@@ -2781,7 +2788,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         "settings: " + " ".join(f"{k}={v}" for k, v in settings.items()),
         f"fingerprint: {extra.get('hash')}, spec version {extra.get('spec_version')}, "
         f"rjieba {extra.get('rjieba_version')}, jieba IDF table {extra.get('jieba_idf_xxh3')}, "
-        f"OpenCC {extra.get('opencc_version')}",
+        f"OpenCC {extra.get('opencc_version')}, Unicode {extra.get('unicode_version', 'not recorded')}",
         f"size: {size:,} bytes ({len(stored.id_bytes):,} of them ids); format version "
         f"{header['format_version']}, written by {header.get('written_by')}",
         f"verification sketches: {info['sketched']:,} of {len(stored):,} rows"

@@ -548,7 +548,8 @@ def _read_stream(
             if lineno == 1 and (problem := _not_text(raw, shown)) is not None:
                 on_problem(problem)
                 return
-            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+            marked = lineno == 1 and raw.startswith(codecs.BOM_UTF8)
+            if marked:
                 raw = raw[len(codecs.BOM_UTF8) :]
             body = raw.rstrip(b"\r") if raw.endswith(b"\r") else raw
             where = f"{shown}:{lineno}"
@@ -559,8 +560,8 @@ def _read_stream(
                 continue
             try:
                 text = body.decode("utf-8")
-            except UnicodeDecodeError as e:
-                text = _replaced(body, e, where, on_problem)
+            except UnicodeDecodeError as e:  # the byte said counts a mark before it (a review)
+                text = _replaced(body, e, where, on_problem, skipped=len(codecs.BOM_UTF8) * marked)
             if jsonl:
                 doc = _parse_record(text, raw, where, options, on_problem)
                 if doc is None:
@@ -1114,21 +1115,25 @@ def _replaced(
     on_problem: OnProblem,
     encoding: str = "utf-8",
     final: bool = True,
+    skipped: int = 0,
 ) -> str:
     """A line that is not UTF-8 (or a file not UTF-16), reported and decoded with
     replacement characters. Not `final`: raw was cut short, and a character cut at its
-    end goes quietly."""
+    end goes quietly. `skipped`: the bytes before raw (a byte-order mark), counted in
+    the byte said."""
     name = encoding.upper()
-    message = f"invalid {name} at byte {error.start + 1}, decoded with replacement"
+    message = f"invalid {name} at byte {skipped + error.start + 1}, decoded with replacement"
     on_problem(Problem(where, "invalid-utf8", message))
     return codecs.getincrementaldecoder(encoding)("replace").decode(raw, final)
 
 
-def _decoded(data: bytes, encoding: str, final: bool, where: str, on_problem: OnProblem) -> str:
+def _decoded(
+    data: bytes, encoding: str, final: bool, where: str, on_problem: OnProblem, skipped: int = 0
+) -> str:
     try:
         return codecs.getincrementaldecoder(encoding)().decode(data, final)
     except UnicodeDecodeError as e:
-        return _replaced(data, e, where, on_problem, encoding, final)
+        return _replaced(data, e, where, on_problem, encoding, final, skipped)
 
 
 #: Byte-order marks of UTF-32 and UTF-16 text (UTF-32's first: its little-endian mark
@@ -1747,7 +1752,7 @@ def limited_text(data: bytes, whole: bool, limit: int, where: str, on_problem: O
     if _wide_encoding(data) is None:
         body = data.removeprefix(codecs.BOM_UTF8)
         cut = not whole or len(body) > limit
-        return _decoded(body[:limit], "utf-8", not cut, where, on_problem), cut
+        return _decoded(body[:limit], "utf-8", not cut, where, on_problem, len(data) - len(body)), cut
     text = whole_text(data, whole, where, on_problem)
     encoded = text.encode("utf-8", "surrogatepass")
     if len(encoded) > limit:

@@ -20,6 +20,7 @@ import re
 import stat
 import struct
 import tempfile
+import unicodedata
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -150,7 +151,16 @@ def fingerprint_record(settings: Settings) -> dict[str, Any]:
         # Settings.fold converts traditional Chinese with OpenCC's tables, which ship with it.
         "opencc_version": _package_version("opencc"),
         "opencc_config": SCRIPT_FOLD,
+        # NFKC, case folding and \w follow Python's Unicode database (UNICODE_NOTED).
+        "unicode_version": unicodedata.unidata_version,
     }
+
+
+#: Parts of the record that differ without refusing the file: a new Python's Unicode
+#: database changes only text with characters it added or changed (Python 3.11's has no
+#: CJK Extension H as \w), where refusing would make every stored index useless after
+#: an upgrade. IndexSession.unicode_before tells of it (a review).
+UNICODE_NOTED = "unicode_version"
 
 
 _RECORD_NAMES = {
@@ -177,7 +187,8 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
     A Settings field missing from the stored record (the file is older than the field)
     counts as that field's default, which by the spec-version rule gives the old
     fingerprints. FREE_SETTINGS never differ, nor does `ngram` unless a side makes
-    character n-grams, nor tokenizer "jieba" from "auto" (the same tokens, Settings)."""
+    character n-grams, nor tokenizer "jieba" from "auto" (the same tokens, Settings),
+    nor the Unicode database (UNICODE_NOTED)."""
     defaults = {
         f.name: _jsonable(f.default)
         for f in dataclasses.fields(Settings)
@@ -200,7 +211,7 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
         if old != new:
             out.append((name, old, new))
     for key in [k for k in current if k != "settings"] + [k for k in stored if k not in current]:
-        if stored.get(key) != current.get(key):
+        if key != UNICODE_NOTED and stored.get(key) != current.get(key):
             out.append((_RECORD_NAMES.get(key, key), stored.get(key), current.get(key)))
     return out
 
@@ -842,6 +853,8 @@ class IndexSession:
         self.dropped_sketches = 0
         #: Stored rows whose sketches are of a kind read as this one (StoredIndex.alike_sketches).
         self.alike_sketches = 0
+        #: The Unicode database of the stored fingerprints, where this Python's is another.
+        self.unicode_before: str | None = None
         self._stored: StoredIndex | None = None
         self._run_rows = np.empty(0, np.uint32)
         self._runs: list[dict[str, Any]] = []
@@ -876,6 +889,9 @@ class IndexSession:
                 self.dropped_heads = stored.dropped_heads
                 self.dropped_sketches = stored.dropped_sketches
                 self.alike_sketches = stored.alike_sketches
+                before = stored.fingerprint.get(UNICODE_NOTED)  # None: a file made before it was kept
+                if before is not None and before != unicodedata.unidata_version:
+                    self.unicode_before = before
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise

@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import xxhash
 from click.testing import CliRunner, Result
 from filelock import FileLock, Timeout
 
+from simdedup import store as store_module
 from simdedup.cli import PIPELINE_BATCH, main
 from simdedup.report import ReportWriter
 from simdedup.settings import FINGERPRINT_SPEC_VERSION
@@ -283,6 +285,27 @@ def test_the_summary_json_escapes_a_name_that_is_not_utf8(day2: Path, tmp_path: 
     assert run("scan", *given).exit_code == 0
     record = json.loads(summary.read_bytes())
     assert record["index"]["path"] == str(tmp_path / "x\\xff.sdx")
+
+
+def test_another_unicode_database_is_said_not_refused(
+    index: Path, day2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NFKC, case folding and \w follow Python's Unicode database, which a Python
+    # upgrade changes: texts with characters it added may fingerprint otherwise (a
+    # review). Said once, at the first run after it, which saves the index as made by
+    # this one.
+    stored = read_index(index)
+    assert stored.fingerprint["unicode_version"] == unicodedata.unidata_version
+    monkeypatch.setattr(store_module.unicodedata, "unidata_version", "13.0.0")
+    assert run("scan", str(day2), "--index", str(index), "-q").exit_code == 0  # saved as made by 13.0.0
+    monkeypatch.undo()
+    result = run("scan", str(day2), "--index", str(index))
+    assert result.exit_code == 0
+    said = f"its fingerprints were made with Unicode 13.0.0, this Python's is {unicodedata.unidata_version}"
+    assert said in result.stderr
+    assert "Unicode" not in run("scan", str(day2), "--index", str(index)).stderr
+    info = run("index", "info", str(index)).stdout
+    assert f", Unicode {unicodedata.unidata_version}\n" in info
 
 
 # ---------------------------------------------------------------- refused before any work

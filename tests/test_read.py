@@ -829,3 +829,16 @@ def test_sizes_are_said_in_words() -> None:
     assert [size_text(n) for n in (1, 2, 1023, 2**20, 3 * 2**20 // 2)] == [
         "1 byte", "2 bytes", "1,023 bytes", "1.0 MiB", "1.5 MiB"
     ]  # fmt: skip
+
+
+def test_the_byte_said_of_invalid_utf8_counts_a_byte_order_mark_before_it(tmp_path: Path) -> None:
+    # "byte 8" of the 11th byte: counted after the mark (a review).
+    folder = tmp_path / "d"
+    folder.mkdir()
+    data = b"\xef\xbb\xbfThe caf\xe9 x\n"
+    (folder / "x.txt").write_bytes(data)
+    (tmp_path / "lines.txt").write_bytes(data + b"caf\xe9\n")
+    for path in (folder, tmp_path / "lines.txt"):
+        _, problems = read([str(path)])
+        assert [p.message for p in problems][0] == "invalid UTF-8 at byte 11, decoded with replacement"
+    assert problems[1].message == "invalid UTF-8 at byte 4, decoded with replacement"  # line 2: none
