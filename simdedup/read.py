@@ -22,6 +22,7 @@ import os
 import re
 import select
 import stat
+import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -780,6 +781,10 @@ class Barrier:
 
 
 BARRIER = Barrier()
+#: A file modified this recently when its Stretches are cut may be growing: its size is
+#: asked again after a BARRIER. Others are asked at once: a BARRIER empties the workers'
+#: queue, and one a file made `fingerprint -j2` of 770 files of 80 KiB 15% slower.
+GROWING_SECONDS = 10.0
 
 
 def _stretches(
@@ -789,13 +794,16 @@ def _stretches(
     its size asked again once they are read (BARRIER), for what was written since; the
     stream is left there, for _shrank. Asked as soon as they were cut, it missed the
     lines appended while workers read them: `fingerprint` of a growing file stopped at
-    its size when it started (a review), where one process reads to its new end."""
-    while at < (end := os.fstat(stream.fileno()).st_size):
+    its size when it started (a review), where one process reads to its new end. Only
+    of a file modified in the last GROWING_SECONDS: a file not written to lately is
+    asked again at once."""
+    while at < (end := (st := os.fstat(stream.fileno())).st_size):
         while at < end:
             cut = min(size, end - at)  # the last one to the file's end: what is written since comes next
             yield Stretch(name, first, path, file, at, cut, end)
             first, at = 0, at + cut
-        yield BARRIER
+        if time.time() - st.st_mtime < GROWING_SECONDS:
+            yield BARRIER
     stream.seek(at)
 
 

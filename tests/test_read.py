@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import threading
+import time
 import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
@@ -666,6 +667,11 @@ def test_a_file_that_grows_is_cut_to_its_new_end_once_its_stretches_so_far_are_r
     stretches = [(s.at, s.size) for s in cut if isinstance(s, Stretch)]
     assert stretches == [(63, 256), (319, 256), (575, 215), (790, 256), (1046, 194)]
     assert [item is BARRIER for item in cut] == [False, False, False, True, False, False, True]
+    # A file not written to lately is asked at once: a BARRIER empties the workers' queue
+    # (15% slower for 770 files of 80 KiB).
+    os.utime(f, (time.time() - 60, time.time() - 60))
+    with mock.patch.object(read_module, "FIRST_CHUNK_BYTES", 64):
+        assert BARRIER not in list(read_chunks([str(f)], ReadOptions(), size=256, stretches=True))
 
 
 def test_a_span_of_a_file_rewritten_in_place_since_it_was_cut_is_not_read(tmp_path: Path) -> None:
