@@ -986,6 +986,11 @@ def _settings(kw: dict[str, Any]) -> Settings:
             f"{option} is how a text becomes weighted features, and --features-field records "
             "give theirs: it would do nothing"
         )
+    if kw["top_k"] and kw["weights"] == "binary":  # refused here: indexes made so before stay readable
+        raise click.UsageError(
+            "--top-k keeps the heaviest features, and with --weights binary every feature weighs"
+            " the same: it would keep the alphabetically first ones"
+        )
     if kw.get("features_field") is not None and _given("verify"):
         raise click.UsageError(
             "--verify compares the texts' shingles, and --features-field records have no text:"
@@ -1480,8 +1485,8 @@ def _unique_writer(stream: IO[bytes], name: str, kw: dict[str, Any]) -> UniqueWr
 
 
 def _shown_name(path: bytes) -> bytes:
-    shown = path.decode("utf-8", "surrogateescape").translate(_CONTROL_ESCAPES)
-    return shown.encode("utf-8", "surrogateescape")
+    """A path as names are shown: bytes that are not UTF-8 as \\xNN, control characters escaped."""
+    return printable(os.fsdecode(path)).translate(_CONTROL_ESCAPES).encode("utf-8")
 
 
 def _warn_if_format_unused(kw: dict[str, Any], outputs: Outputs, messages: Messages) -> None:
@@ -1956,9 +1961,9 @@ def _said_at_the_end(
         )
     if session is not None and session.unicode_before is not None:
         messages.info(
-            f"index {session.path}: its fingerprints were made with Unicode {session.unicode_before}, "
-            f"this Python's is {unicodedata.unidata_version}: a text with characters added or changed "
-            "since may fingerprint otherwise, and its stored copies be missed"
+            f"index {session.path}: last written under Unicode {session.unicode_before}, this Python's "
+            f"is {unicodedata.unidata_version}: a text with characters the two treat differently may "
+            "fingerprint otherwise, and its stored copies be missed"
         )
     if session is not None and session.dropped_heads:
         messages.info(
@@ -2788,7 +2793,8 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         "settings: " + " ".join(f"{k}={v}" for k, v in settings.items()),
         f"fingerprint: {extra.get('hash')}, spec version {extra.get('spec_version')}, "
         f"rjieba {extra.get('rjieba_version')}, jieba IDF table {extra.get('jieba_idf_xxh3')}, "
-        f"OpenCC {extra.get('opencc_version')}, Unicode {extra.get('unicode_version', 'not recorded')}",
+        f"OpenCC {extra.get('opencc_version')}; last written under Unicode "
+        f"{stored.unicode or 'not recorded'}",
         f"size: {size:,} bytes ({len(stored.id_bytes):,} of them ids); format version "
         f"{header['format_version']}, written by {header.get('written_by')}",
         f"verification sketches: {info['sketched']:,} of {len(stored):,} rows"

@@ -1538,13 +1538,16 @@ def _excluded(rel: str, name: str, patterns: Sequence[str]) -> bool:
 _Step = str | tuple[str, str, frozenset[tuple[int, int]], bool]
 
 
+_NONE_PASSED: frozenset[str] = frozenset()
+
+
 @dataclass
 class Entered:
     """The directories entered so far in a run (by st_dev, st_ino): each with the names
     --glob and --exclude passed over in it, and those with names passed over in them or
     below, which, entered again under another path, may have more to read."""
 
-    passed: dict[tuple[int, int], set[str]] = field(default_factory=dict)
+    passed: dict[tuple[int, int], set[str] | frozenset[str]] = field(default_factory=dict)
     incomplete: set[tuple[int, int]] = field(default_factory=set)
 
 
@@ -1565,7 +1568,7 @@ def _walk(
         for top itself, else ending in a separator) as paths, and each folder in it as
         the (directory, rel_prefix, ancestors, again) to visit next, in name order.
         `again`: a folder inside one entered again."""
-        nonlocal passed_over, matched, entries_seen
+        nonlocal passed_over, matched, entries_seen, found
         try:
             st = os.stat(directory)
             entries, errors = _listing(directory)
@@ -1582,18 +1585,20 @@ def _walk(
         # over by `--glob 'real/*'`, then skipped under its own name as read, its
         # documents read nowhere (a review).
         earlier = seen.passed.get(key)
-        if earlier is not None:
-            if key not in incomplete:
-                if not again:  # a folder of one entered again is said of that one only
-                    on_problem(_revisited(directory))
-                return
+        if earlier is not None and key not in incomplete:
+            if not again:  # a folder of one entered again is said of that one only
+                on_problem(_revisited(directory))
+            return
+        entered_again = earlier is not None
+        if entered_again:  # what was passed over, and the folders, for theirs
             entries = [entry for entry in entries if entry[:-2] in earlier or entry[-1] == _DIRECTORY]
-            again = True
         passed: set[str] = set()
         seen.passed[key] = passed  # the names passed over, as the entries are
+        incomplete.discard(key)  # until something is passed over here or below, this time
         ancestors = ancestors | {key}
         prefix = os.path.join(directory, "")  # + name: os.path.join(directory, name)
-        entries_seen = max(entries_seen, 0)  # listed: -1 until top is
+        entries_seen = max(entries_seen, 0) + entered_again  # read before: not empty
+        found_before = found
         for entry in entries:
             name, kind = entry[:-2], entry[-1]
             path, rel = prefix + name, rel_prefix + name  # rel: os.path.relpath(path, top)
@@ -1607,15 +1612,16 @@ def _walk(
                 on_problem(Problem(path, "unreadable", errors[name]))
                 continue
             if kind == _DIRECTORY:
-                yield (path, rel + os.sep, ancestors, again)
+                yield (path, rel + os.sep, ancestors, again or entered_again)
                 continue
             if options.glob and not _excluded(rel, name, options.glob):
-                passed_over += kind == _FILE
+                passed_over += kind == _FILE and not entered_again  # said of a first visit
                 passed.add(name)
                 incomplete.update(ancestors)
                 continue
             matched += 1
             if kind == _FILE:
+                found += 1
                 yield path
             elif kind == _BROKEN_LINK:
                 on_problem(Problem(path, "unreadable", "broken symbolic link"))
@@ -1623,8 +1629,13 @@ def _walk(
                 on_problem(Problem(path, "unreadable", "symbolic link loop; not followed"))
             else:
                 on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
+        if not passed:  # nothing to read here another time: no set held (a tree of 50,201
+            seen.passed[key] = _NONE_PASSED  # folders held 13 MB of empty ones, a review)
+        if entered_again and not again and found == found_before:
+            on_problem(_revisited(directory))  # nothing more to read after all
 
-    passed_over = matched = 0  # files --glob left out, entries it did not (but folders)
+    passed_over = matched = found = 0  # files --glob left out, entries it did not (but
+    # folders), files read
     entries_seen = -1  # entries but folders, once top is listed (a folder read twice is not)
     stack = [visit(top, "", frozenset())]
     while stack:
@@ -1798,7 +1809,7 @@ def _open_member(path: str) -> Iterator[tuple[IO[bytes], os.stat_result]]:
 def looks_binary(data: bytes) -> bool:
     """Whether a whole file that starts with `data` is binary, not text: a NUL in its
     first _SNIFF bytes, or more than one in 20 of them control bytes that text does not
-    hold (a tenth of compressed or random bytes are; git's objects, zlib streams without
+    hold (_BINARY_BYTES: 8% of compressed or random bytes; git's objects, zlib streams without
     a NUL, were read as text of replacement characters, each an error; a review), where
     it is no UTF-16 or UTF-32 text (read as such)."""
     if _wide_encoding(data) is not None:
@@ -1811,8 +1822,10 @@ def looks_binary(data: bytes) -> bool:
 
 
 #: Control bytes that text does not hold: all but tab, newline, vertical tab, form feed,
-#: CR and ESC (terminal colours in a log).
-_BINARY_BYTES = bytes(set(range(0x20)) - set(b"\t\n\v\f\r\x1b") | {0x7F})
+#: CR, ESC (terminal colours in a log), backspace (a formatted man page's overstrike:
+#: 8-12% of its bytes), SO and SI (ISO-2022 text), SYN (vim's ^V in a macro) and BEL.
+#: Random or compressed bytes are 8% of them.
+_BINARY_BYTES = bytes(set(range(0x20)) - set(b"\a\b\t\n\v\f\r\x0e\x0f\x16\x1b") | {0x7F})
 
 
 def whole_text(data: bytes, final: bool, where: str, on_problem: OnProblem) -> str:

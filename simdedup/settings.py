@@ -94,11 +94,6 @@ class Settings:
             raise SettingsError("--shingle joins word tokens; it does not apply to --tokenizer chars")
         if self.top_k < 0:
             raise SettingsError("--top-k must be 0 (all features) or more")
-        if self.top_k and self.weights == "binary":  # every feature weighs 1: none is heavier
-            raise SettingsError(
-                "--top-k keeps the heaviest features, and with --weights binary every feature weighs"
-                " the same: it would keep the alphabetically first ones"
-            )
         if not 0 <= self.seed < 1 << 64:  # the feature hash's seed, a 64-bit word: others wrapped
             # Settings(seed=...) only: the command line has no --seed and always uses 0.
             raise SettingsError(f"seed must be 0 .. 2 ** 64 - 1, not {self.seed}")

@@ -151,16 +151,7 @@ def fingerprint_record(settings: Settings) -> dict[str, Any]:
         # Settings.fold converts traditional Chinese with OpenCC's tables, which ship with it.
         "opencc_version": _package_version("opencc"),
         "opencc_config": SCRIPT_FOLD,
-        # NFKC, case folding and \w follow Python's Unicode database (UNICODE_NOTED).
-        "unicode_version": unicodedata.unidata_version,
     }
-
-
-#: Parts of the record that differ without refusing the file: a new Python's Unicode
-#: database changes only text with characters it added or changed (Python 3.11's has no
-#: CJK Extension H as \w), where refusing would make every stored index useless after
-#: an upgrade. IndexSession.unicode_before tells of it (a review).
-UNICODE_NOTED = "unicode_version"
 
 
 _RECORD_NAMES = {
@@ -187,8 +178,7 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
     A Settings field missing from the stored record (the file is older than the field)
     counts as that field's default, which by the spec-version rule gives the old
     fingerprints. FREE_SETTINGS never differ, nor does `ngram` unless a side makes
-    character n-grams, nor tokenizer "jieba" from "auto" (the same tokens, Settings),
-    nor the Unicode database (UNICODE_NOTED)."""
+    character n-grams, nor tokenizer "jieba" from "auto" (the same tokens, Settings)."""
     defaults = {
         f.name: _jsonable(f.default)
         for f in dataclasses.fields(Settings)
@@ -211,7 +201,7 @@ def record_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[
         if old != new:
             out.append((name, old, new))
     for key in [k for k in current if k != "settings"] + [k for k in stored if k not in current]:
-        if key != UNICODE_NOTED and stored.get(key) != current.get(key):
+        if stored.get(key) != current.get(key):
             out.append((_RECORD_NAMES.get(key, key), stored.get(key), current.get(key)))
     return out
 
@@ -290,6 +280,13 @@ class StoredIndex:
     #: Rows whose stored sketches were of a kind read as this one (sketch.ALIKE_SKETCH_SPECS).
     alike_sketches: int = 0
     alike_sketch: str | None = None
+    #: The version of Python's Unicode database (which NFKC, case folding and \w follow)
+    #: of the run that wrote the file last; None before files held it. Outside the
+    #: fingerprint record: another one is said, not refused (a Python upgrade changes
+    #: only texts with the characters it added, where refusing would make every stored
+    #: index useless), and earlier simdedups, which refuse any record they do not know,
+    #: still read the file (a review).
+    unicode: str | None = None
 
     def __len__(self) -> int:
         return len(self.fingerprints)
@@ -429,6 +426,7 @@ def empty_index(settings: Settings) -> StoredIndex:
         [],
         now,
         now,
+        unicode=unicodedata.unidata_version,
     )
 
 
@@ -526,6 +524,7 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
         "updated": index.updated,
         "count": len(index),
         "fingerprint": index.fingerprint,
+        "unicode": index.unicode,
         "sketch": index.sketch if index.sketches is not None else None,
         # What a row's head fingerprint covers (settings.HEAD_SPEC), when rows have one.
         "heads": HEAD_SPEC if index.heads is not None else None,
@@ -718,6 +717,7 @@ def read_index(path: str | os.PathLike[str]) -> StoredIndex:
             runs=list(header["runs"]),
             created=str(header["created"]),
             updated=str(header["updated"]),
+            unicode=header.get("unicode"),
         )
         # Sketches of another kind (shingles defined otherwise, as before units kept the
         # words of mixed text) would not compare with this version's: their rows are read
@@ -889,9 +889,8 @@ class IndexSession:
                 self.dropped_heads = stored.dropped_heads
                 self.dropped_sketches = stored.dropped_sketches
                 self.alike_sketches = stored.alike_sketches
-                before = stored.fingerprint.get(UNICODE_NOTED)  # None: a file made before it was kept
-                if before is not None and before != unicodedata.unidata_version:
-                    self.unicode_before = before
+                if stored.unicode not in (None, unicodedata.unidata_version):  # None: before files held it
+                    self.unicode_before = stored.unicode
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
@@ -960,6 +959,7 @@ class IndexSession:
                 headed = np.concatenate([headed, np.zeros(added, np.uint8)])
         index = StoredIndex(
             fingerprint=fingerprint_record(self.settings),
+            unicode=unicodedata.unidata_version,
             fingerprints=dd.index.fingerprint_array(),
             id_bytes=blob,
             id_ends=ends,
@@ -1023,6 +1023,7 @@ def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:
         runs=[run for p in parts for run in p.runs],
         created=min(p.created for p in parts),
         updated=_now(),
+        unicode=first.unicode,
     )
     if kinds:
         merged.sketch = kinds.pop()

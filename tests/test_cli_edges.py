@@ -722,10 +722,15 @@ def test_results_on_a_terminal_show_ids_inert_and_redirected_keep_them(
         folder.mkdir(exist_ok=True)
         (folder / "c\x1b[2Jr.txt").write_text(LINE)
         (folder / "n\nl.txt").write_text(OTHER)
-        shown = ["c\\x1b[2Jr.txt", "n\\nl.txt"] if terminal else ["c\x1b[2Jr.txt", "n\nl.txt"]
-        expected = "".join(f"{folder}/{name}\n" for name in shown)
-        assert run("filter", str(folder), "-q").stdout == expected
-        assert run("scan", str(folder), "-q", "--unique", "-").stdout == expected
+        (folder / os.fsdecode(b"x\xff.txt")).write_text(f"{OTHER} and more")
+        shown = (
+            ["c\\x1b[2Jr.txt", "n\\nl.txt", "x\\xff.txt"]
+            if terminal
+            else ["c\x1b[2Jr.txt", "n\nl.txt", "x\udcff.txt"]
+        )
+        expected = b"".join(os.fsencode(f"{folder}/{name}\n") for name in shown)
+        assert run("filter", str(folder), "-q").stdout_bytes == expected
+        assert run("scan", str(folder), "-q", "--unique", "-").stdout_bytes == expected
 
 
 def test_a_newline_or_tab_in_a_name_splits_no_csv_row_on_a_terminal_nor_a_compare_line(

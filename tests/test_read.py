@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import os
+import random
 import socket
 import threading
 import time
@@ -347,14 +348,19 @@ def test_binary_files_without_a_nul_are_skipped_too_and_text_is_not(tmp_path: Pa
     # git's objects (zlib streams) held no NUL: read as text of replacement characters,
     # each an invalid-UTF-8 error, exit 3 (a review). Text in other encodings, a log with
     # its colours and a form feed stay text.
-    packed = bytes(b for b in zlib.compress(bytes(range(1, 256)) * 8, 1) if b) * 4
-    assert b"\0" not in packed
+    packed = zlib.compress(random.Random(0).randbytes(4000), 1).replace(b"\0", b"\1")
     (tmp_path / "object").write_bytes(packed)
     (tmp_path / "latin1.txt").write_bytes("Café crème à la française. ".encode("latin-1") * 40)
     (tmp_path / "koi8.txt").write_bytes("Привет, как дела? ".encode("koi8-r") * 40)
     (tmp_path / "log.txt").write_bytes(b"\x1b[31merror\x1b[0m at line 4\n\f" * 40)
+    # A formatted man page's overstrike, ISO-2022-KR's shifts, vim's ^V (a review).
+    (tmp_path / "man.txt").write_bytes(b"N\bNA\bAM\bME\bE\n     ls - list\n" * 40)
+    (tmp_path / "shifts.txt").write_bytes(b"\x1b$)C\x0e!!\x0f text \x0e#$\x0f\n" * 40)
+    (tmp_path / "macro.vim").write_bytes(b"map \x16\x16 :x\x16<CR>\n" * 40)
     docs, problems = read([str(tmp_path)])
-    assert [os.path.basename(d.id) for d in docs] == ["koi8.txt", "latin1.txt", "log.txt"]
+    assert [os.path.basename(d.id) for d in docs] == [
+        "koi8.txt", "latin1.txt", "log.txt", "macro.vim", "man.txt", "shifts.txt"
+    ]  # fmt: skip
     assert [(os.path.basename(p.where), p.kind) for p in problems if p.kind == "binary"] == [
         ("object", "binary")
     ]
@@ -404,6 +410,17 @@ def test_a_folder_entered_again_reads_what_glob_and_exclude_passed_over_before(t
     docs, problems = read([str(tree), str(tree / "sub")])
     assert [os.path.relpath(d.id, tree) for d in docs] == ["c.txt", "sub/a.txt", "sub/deep/b.txt"]
     assert [(p.kind, p.where) for p in problems] == [("revisited", str(tree / "sub"))]
+    # Entered a third time, or again with nothing left for it to read: said to be read
+    # already, not an empty directory (exit 3) nor a --glob that matched nothing (a review).
+    (tree / "sub" / "deep" / "c.md").write_text("c")
+    for paths, options in [
+        ([crawl, crawl / "Latest"], ReadOptions(glob=("nightly/*",))),
+        ([tree, tree], ReadOptions(glob=("*.txt",))),
+        ([tree, tree / "sub"], ReadOptions(glob=("*.txt",))),
+    ]:
+        docs, problems = read(list(map(str, paths)), options)
+        assert len(docs) == (2 if paths[0] == crawl else 3), paths
+        assert [(p.kind, p.where) for p in problems] == [("revisited", str(paths[1]))], paths
 
 
 def test_stdin_is_read_as_lines_named_dash() -> None:

@@ -580,6 +580,20 @@ def test_merge_refuses_other_settings(tmp_path: Path) -> None:
         merge_indexes([("a", a), ("b", b)])
 
 
+def test_a_file_made_with_top_k_and_binary_weights_is_still_read(tmp_path: Path) -> None:
+    # The command line refuses the pair now; Settings refusing it made such a file
+    # "corrupt", not even `index info` could read it (a review).
+    path = tmp_path / "bt.sdx"
+    write_index(path, make_index([1, 2], ["a", "b"], [0, 0], Settings(top_k=10, weights="binary")))
+    assert read_index(path).settings["top_k"] == 10
+    from click.testing import CliRunner
+
+    from simdedup.cli import main
+
+    info = CliRunner().invoke(main, ["index", "info", str(path)])
+    assert info.exit_code == 0 and "top_k=10" in info.stdout, info.stderr
+
+
 def test_a_file_made_with_tokenizer_jieba_serves_auto_and_a_seed_is_named_as_the_librarys() -> None:
     # Files record "jieba" where Settings kept it; the same tokens as "auto" (a review).
     stored = fingerprint_record(Settings())
