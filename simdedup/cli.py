@@ -643,6 +643,10 @@ class Messages:
             self._say(_one_line(text))
 
 
+def _shown_path(path: bytes) -> bytes:
+    return _one_line(os.fsdecode(path)).encode("utf-8")
+
+
 def _one_line(text: str) -> str:
     """A file name or id as shown on stderr or in the table, on one line and inert: a
     byte that is not UTF-8 and a control character are escaped (\\xNN, \\n)."""
@@ -1481,12 +1485,7 @@ def _unique_writer(stream: IO[bytes], name: str, kw: dict[str, Any]) -> UniqueWr
     """The writer of unique documents to `stream`, named `name`: on a terminal, a
     directory member's path (its input form) escaped as names are on stderr."""
     on_terminal = _stdout_named(name) == "-" and _isatty(sys.stdout)
-    return UniqueWriter(stream, keep_empty=not kw["drop_empty"], names=_shown_name if on_terminal else None)
-
-
-def _shown_name(path: bytes) -> bytes:
-    """A path as names are shown: bytes that are not UTF-8 as \\xNN, control characters escaped."""
-    return printable(os.fsdecode(path)).translate(_CONTROL_ESCAPES).encode("utf-8")
+    return UniqueWriter(stream, keep_empty=not kw["drop_empty"], names=_shown_path if on_terminal else None)
 
 
 def _warn_if_format_unused(kw: dict[str, Any], outputs: Outputs, messages: Messages) -> None:

@@ -229,6 +229,7 @@ class Streams:
     def __init__(self, stdin: IO[bytes] | Lines | None = None) -> None:
         self.stdin = stdin if stdin is None or isinstance(stdin, Lines) else Lines(stdin)
         self._current: Lines | None = None
+        self._stdin_read = False
 
     def lines(self, path: str) -> Lines:
         """The stream at `path` ("-": stdin), now the one being read; OSError if a
@@ -246,10 +247,15 @@ class Streams:
             lines.stream.close()
 
     def read_before(self, path: str, files: set[tuple[int, int]]) -> bool:
-        """_read_before for the stream at `path`, told by its (st_dev, st_ino) without
+        """_read_before for the stream at `path`: stdin once read (at its end, read again
+        it would give nothing), or any stream by its (st_dev, st_ino), found without
         opening it: stdin's (a file's, given as `< a.txt`), a named pipe's. A file given
         by name and as stdin was read twice, each line its own duplicate, and a named
         pipe given twice waited on a second writer, then was read again (a review)."""
+        if path == STDIN:
+            if self._stdin_read:
+                return True
+            self._stdin_read = True
         try:
             if path != STDIN:
                 st = os.stat(path)
@@ -297,15 +303,13 @@ def _documents(
     streams = _streams(stdin)
     seen = Entered()  # the directories read
     files: set[tuple[int, int]] = set()  # the files named
-    stdin_read = False
     # A file given by name and also in a folder given is read once, where it comes first.
     named = _named_files(paths) if any(os.path.isdir(path) for path in paths) else frozenset()
     said = False  # that a directory's JSONL files are documents, not records: once a run
     for path in paths:
-        if path == STDIN and stdin_read or is_stream(path) and streams.read_before(path, files):
-            on_problem(_revisited(path))  # stdin at its end: read again, it would give nothing
+        if is_stream(path) and streams.read_before(path, files):
+            on_problem(_revisited(path))
         elif is_stream(path):
-            stdin_read = stdin_read or path == STDIN
             try:
                 lines = streams.lines(path)
             except OSError as e:
@@ -659,13 +663,11 @@ def read_chunks(
     size = size or CHUNK_BYTES
     streams = _streams(stdin)
     files: set[tuple[int, int]] = set()  # the files read
-    stdin_read = False
     for path in paths:
-        if path == STDIN and stdin_read or is_stream(path) and streams.read_before(path, files):
-            yield _revisited(path)  # stdin at its end: read again, it would give nothing
+        if is_stream(path) and streams.read_before(path, files):
+            yield _revisited(path)
             continue
         if is_stream(path):
-            stdin_read = stdin_read or path == STDIN
             try:
                 lines = streams.lines(path)
             except OSError as e:
