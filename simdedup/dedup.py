@@ -8,7 +8,9 @@ apart keeps A and C. Never prints; works a batch of documents at a time.
 
 from __future__ import annotations
 
+import functools
 import numbers
+import threading
 from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -24,6 +26,29 @@ from .read import Document
 from .settings import MIN_JACCARD, Settings
 
 Status = Literal["unique", "duplicate", "empty"]
+
+
+def _one_thread(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A Deduplicator method that refuses to run while another thread runs one: shared
+    by a thread pool (`pool.map(dd.process, parts)`, Dask's threaded scheduler), batches
+    interleaved and a few hundred rows of 4,000 got another document's id, with no
+    error (a review). Decisions depend on the order of the batches, so a lock that let
+    them take turns would still decide differently from run to run."""
+
+    @functools.wraps(method)
+    def guarded(self: Deduplicator, *args: Any, **kwargs: Any) -> Any:
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError(
+                f"{type(self).__name__}.{method.__name__}: another thread is using this "
+                "deduplicator. Its decisions depend on the order of the batches, so give it "
+                "batches from one thread (or give each thread its own)"
+            )
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._busy.release()
+
+    return guarded
 
 
 class Decision(NamedTuple):
@@ -150,7 +175,19 @@ class Deduplicator:
         self.ids = Ids()
         # Twins kept in earlier batches (_decide_with_twins): twin key -> (row, id).
         self._kept_twins: OrderedDict[Any, tuple[int, str]] = OrderedDict()
+        # Held by the thread in decide_many, extend or match_many (_one_thread).
+        self._busy = threading.RLock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_busy"]  # a lock does not pickle
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._busy = threading.RLock()
+
+    @_one_thread
     def extend(self, fps: np.ndarray | Iterable[int], ids: Ids | Iterable[str]) -> None:
         """Preload kept documents (e.g. from a stored index): they get the next rows.
 
@@ -175,6 +212,7 @@ class Deduplicator:
     def decide(self, doc: Document, fp: int | None) -> Decision:
         return self.decide_many([doc], [fp])[0]
 
+    @_one_thread
     def decide_many(self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any) -> list[Decision]:
         """Decisions for a batch, in order, as if each document were decided in turn
         (`given`: what a subclass takes beside the fingerprints, row by row).
@@ -256,6 +294,7 @@ class Deduplicator:
         self.index.add_many(words[kept])
         return decisions
 
+    @_one_thread
     def match_many(
         self, docs: Sequence[Document], fps: Sequence[int | None], sketches: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:

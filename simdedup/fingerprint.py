@@ -214,6 +214,13 @@ def fingerprint_batch(
     return [fp if any(features.values()) else None for fp, features in zip(fps, batch)]
 
 
+def refuse_one_text(texts: object, function: str) -> None:
+    """Refuse one str (or bytes) given for a batch of texts: it was taken as one text a
+    character."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{function} takes a collection of texts (str), not one: wrap it in a list")
+
+
 def check_hasher(settings: Settings, hashfunc: HashFunc | None) -> None:
     """Refuse settings that are not a Settings, a hash function that cannot be called,
     and a FeatureHasher whose bits or seed are not the settings' (its fingerprints
@@ -238,8 +245,7 @@ def fingerprint_texts(
     """Fingerprints of raw texts under `settings` (the library's one-call entry point).
     `texts` is a collection of strings (one str is refused: it would be one text a
     character); a FeatureHasher given must have the settings' bits and seed."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError("fingerprint_texts takes a collection of texts (str), not one: wrap it in a list")
+    refuse_one_text(texts, "fingerprint_texts")
     settings = Settings() if settings is None else settings
     check_hasher(settings, hashfunc)
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
@@ -260,7 +266,11 @@ def text_batch_fingerprints(
     extract(), with the common case (word or jieba tokens, term frequencies, xxh3-64)
     summed per token occurrence in numpy, and ASCII text tokenized and hashed there too,
     without a Python object per token. With `compiled`, ASCII texts on that common path
-    go through the compiled core instead (compiled_core): the same fingerprints."""
+    go through the compiled core instead (compiled_core): the same fingerprints. A
+    FeatureHasher given must have the settings' bits and seed (one of another seed gave
+    that seed's fingerprints here: a review)."""
+    refuse_one_text(texts, "text_batch_fingerprints")
+    check_hasher(settings, hashfunc)
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     core = compiled_core(texts, settings, hashfunc) if compiled else None
     if core is None:

@@ -39,6 +39,7 @@ from .fingerprint import (
     normalized_batch_fingerprints,
     other_rows,
     placed,
+    refuse_one_text,
     text_rows,
     word_hashes,
 )
@@ -158,6 +159,7 @@ def fingerprints_and_sketches(
     With `compiled`, ASCII texts on the common path (fingerprint.compiled_core) go
     through the compiled core: the same results. A FeatureHasher given must have the
     settings' bits and seed."""
+    refuse_one_text(work, "fingerprints_and_sketches")
     check_hasher(settings, hashfunc)
     if len(work) > SKETCH_SLICE:
         parts = [

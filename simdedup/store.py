@@ -339,9 +339,15 @@ class StoredIndex:
         )
 
     def load_into(self, dd: Deduplicator) -> None:
-        """Give a Deduplicator these rows; a VerifyingDeduplicator gets their sketches too.
-        Refused (IndexSettingsError) when its settings or feature hash made other
-        fingerprints."""
+        """Give an empty Deduplicator these rows; a VerifyingDeduplicator gets their
+        sketches too. Refused (IndexSettingsError) when its settings or feature hash made
+        other fingerprints. Into one that holds rows, loading again added every row a
+        second time (a review): merge stored indexes first (merge_indexes)."""
+        if len(dd.ids):
+            raise ValueError(
+                f"load_into needs an empty Deduplicator; this one holds {len(dd.ids):,} rows "
+                "(to load several stored indexes, merge them first: merge_indexes)"
+            )
         check_settings("the stored index", self.fingerprint, dd.settings)
         check_feature_hash(dd)
         if isinstance(dd, VerifyingDeduplicator) and self.sketches is not None:
@@ -995,10 +1001,20 @@ def _run_id() -> str:
 
 def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:
     """One index holding every row of each (name, index), in order: nothing is dropped,
-    so a later document near any of them is still found. All must share one
-    fingerprint record; IndexSettingsError names the first that does not."""
+    so a later document near any of them is still found, and nothing is added twice: the
+    rows of a run that an earlier index holds already (StoredIndex.without_runs) are left
+    out, as `index merge` leaves them (merging an index with itself doubled its rows: a
+    review). All must share one fingerprint record; IndexSettingsError names the first
+    that does not."""
     if not indexes:
         raise ValueError("nothing to merge")
+    known: list[dict[str, Any]] = []
+    fresh = []
+    for name, index in indexes:
+        index = index.without_runs(known)
+        known += index.runs
+        fresh.append((name, index))
+    indexes = fresh
     first_name, first = indexes[0]
     for name, index in indexes[1:]:
         diffs = record_differences(first.fingerprint, index.fingerprint)

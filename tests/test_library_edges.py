@@ -512,3 +512,105 @@ def test_an_index_buffer_of_no_rows_is_refused() -> None:
     for rows in (0, -1):
         with pytest.raises(ValueError, match="buffer_rows"):
             BlockIndex(64, 3, buffer_rows=rows)
+
+
+# A second review as a Dask user (stop 39): sharing, partial arguments, shards.
+
+
+@pytest.mark.parametrize("cls", [Deduplicator, VerifyingDeduplicator])
+def test_a_deduplicator_refuses_a_second_thread_while_one_decides(cls: type[Deduplicator]) -> None:
+    # Shared by a thread pool (`pool.map(dd.process, parts)`), batches interleaved and
+    # rows got other documents' ids, with no error (a review).
+    import threading
+
+    dd = cls()
+    inside, release = threading.Event(), threading.Event()
+    decide = dd._decide_batch
+
+    def slow(*args: object) -> object:
+        inside.set()
+        release.wait(10)
+        return decide(*args)  # type: ignore[arg-type]
+
+    dd._decide_batch = slow  # type: ignore[method-assign]
+    first = [Document(str(i), t, b"") for i, t in enumerate(texts(20, 1))]
+    worker = threading.Thread(target=dd.process, args=(first,))
+    worker.start()
+    try:
+        assert inside.wait(10)
+        later = [Document("later", "other words entirely", b"")]
+        for call in (lambda: dd.process(later), lambda: dd.extend([1], ["x"])):
+            with pytest.raises(RuntimeError, match="another thread is using this deduplicator"):
+                call()
+        with pytest.raises(RuntimeError, match="another thread"):
+            dd.match_many(later, fingerprint_texts(["other words entirely"]))
+    finally:
+        release.set()
+        worker.join()
+    del dd._decide_batch
+    assert len(dd.ids) == len(dd.index) and list(dd.ids)[0] == "0"  # nothing half-added
+    assert [d.status for d in dd.process(later)] == ["unique"]  # usable again, and pickles
+    assert len(pickle.loads(pickle.dumps(dd)).ids) == len(dd.ids)
+
+
+def test_text_batch_fingerprints_checks_its_arguments_as_fingerprint_texts_does() -> None:
+    from simdedup.fingerprint import text_batch_fingerprints
+
+    batch = ["some text here", "other words"]
+    with pytest.raises(ValueError, match="seed 0, for settings of 64 bits, seed 5"):
+        text_batch_fingerprints(batch, Settings(seed=5), FeatureHasher(64, 0), compiled=True)
+    with pytest.raises(ValueError, match="seed 5, for settings of 64 bits, seed 0"):
+        text_batch_fingerprints(batch, Settings(), FeatureHasher(64, 5))
+    with pytest.raises(TypeError, match="not one: wrap it in a list"):
+        text_batch_fingerprints("some text", Settings())
+    with pytest.raises(TypeError, match="not one: wrap it in a list"):
+        fingerprints_and_sketches("some text", Settings(), FeatureHasher(64))
+    with pytest.raises(TypeError, match="simdedup.Settings, not dict"):
+        text_batch_fingerprints(batch, {"bits": 64})  # type: ignore[arg-type]
+
+
+def test_decide_many_refuses_to_make_sketches_or_heads_of_texts_left_out() -> None:
+    # Workers sent back fingerprints and sketches, the texts left out: the heads were
+    # made of "", and 1,407 of 11,000 decisions were not dedup()'s (a review).
+    corpus = texts(30, 2) + [t + " gulls" for t in texts(30, 2)]
+    docs = [Document(str(i), t, b"") for i, t in enumerate(corpus)]
+    fps, sketches, heads = fingerprints_and_sketches(corpus, Settings(), FeatureHasher(64))
+    bare = [Document(d.id, "", b"") for d in docs]
+    for given in ((sketches,), (None, heads), ()):
+        with pytest.raises(ValueError, match="document 0 of the batch has a fingerprint but no text"):
+            VerifyingDeduplicator().decide_many(bare, fps, *given)
+    expected = [(d.status, d.duplicate_of) for d in dedup(docs)]
+    decided = VerifyingDeduplicator().decide_many(bare, fps, sketches, heads)
+    assert [(d.status, d.duplicate_of) for d in decided] == expected
+
+
+def test_extend_takes_heads_without_flags_and_refuses_heads_without_sketches() -> None:
+    source = VerifyingDeduplicator()
+    source.process([Document(str(i), t, b"") for i, t in enumerate(texts(10, 3))])
+    fps = source.index.fingerprint_array()
+    sketches, has = source.sketch_array()
+    heads, headed = source.head_array()
+    assert headed.all()
+    dd = VerifyingDeduplicator()
+    dd.extend(fps, list(source.ids), sketches, has, heads)  # headed left out: all of them
+    assert np.array_equal(dd.head_array()[0], heads)  # the heads were dropped, unsaid (a review)
+    with pytest.raises(ValueError, match="heads without sketches"):
+        VerifyingDeduplicator().extend(fps, list(source.ids), heads=heads)
+    with pytest.raises(ValueError, match="without the heads"):
+        VerifyingDeduplicator().extend(fps, list(source.ids), sketches, has, headed=headed)
+
+
+def test_load_into_refuses_a_deduplicator_that_holds_rows(tmp_path: Path) -> None:
+    # Loaded twice, every stored row was there twice (a review).
+    path = tmp_path / "seen.sdx"
+    with IndexSession(path, Settings()) as session:
+        dd = VerifyingDeduplicator()
+        session.preload(dd)
+        dd.process([Document(str(i), t, b"") for i, t in enumerate(texts(5, 4))])
+        session.save(dd)
+    fresh = VerifyingDeduplicator()
+    read_index(path).load_into(fresh)
+    assert len(fresh.ids) == 5
+    with pytest.raises(ValueError, match="load_into needs an empty Deduplicator; this one holds 5 rows"):
+        read_index(path).load_into(fresh)
+    assert len(fresh.ids) == len(fresh.index) == 5

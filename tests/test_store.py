@@ -8,6 +8,7 @@ import json
 import os
 import struct
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,12 @@ def make_index(fps: list[int], ids: list[str], run_rows: list[int], s: Settings 
     index.id_bytes, index.id_ends = packed.to_arrays()
     index.run_rows = np.array(run_rows, dtype=np.uint32)
     runs = max(run_rows, default=-1) + 1
-    index.runs = [{"name": f"run {r}", "started": "s", "finished": "f", "added": 0} for r in range(runs)]
+    # each with an id, as every run saved gets one: runs of two indexes made here are
+    # not the same run (merge_indexes leaves a run out that it holds already)
+    index.runs = [
+        {"name": f"run {r}", "started": "s", "finished": "f", "added": 0, "id": uuid.uuid4().hex}
+        for r in range(runs)
+    ]
     return index
 
 
@@ -571,6 +577,17 @@ def test_merge_concatenates_rows_and_runs(tmp_path: Path) -> None:
     assert list(merged.ids()) == ["a1", "a2", "b1"]
     assert merged.run_rows.tolist() == [0, 1, 2]
     assert len(merged.runs) == 3
+
+
+def test_merge_adds_no_run_twice_as_index_merge_does(tmp_path: Path) -> None:
+    # merge_indexes([a, a]) doubled a's rows, where `index merge` leaves a run merged
+    # already out (a review).
+    a = make_index([1, 2], ["a1", "a2"], [0, 1])
+    b = make_index([3], ["b1"], [0])
+    merged = merge_indexes([("a", a), ("b", b), ("a again", a)])
+    assert merged.fingerprints.tolist() == [1, 2, 3]
+    assert list(merged.ids()) == ["a1", "a2", "b1"]
+    assert merge_indexes([("merged", merged), ("b", b)]).fingerprints.tolist() == [1, 2, 3]
 
 
 def test_merge_refuses_other_settings(tmp_path: Path) -> None:
