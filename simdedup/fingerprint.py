@@ -135,9 +135,17 @@ def column_sums(
     weights: list[float] = []
     starts = np.empty(len(batch), dtype=np.intp)
     for d, features in enumerate(batch):
+        if type(features) is not dict and not isinstance(features, Mapping):
+            what = type(features).__name__
+            raise TypeError(
+                f"document {d} of the batch: its features are a {{feature: weight}} mapping, not {what}"
+            )
         starts[d] = len(names)
         names.extend(features)
         weights.extend(features.values())
+    if not all(issubclass(t, str) for t in set(map(type, names))):
+        at = next(i for i, name in enumerate(names) if not isinstance(name, str))
+        raise TypeError(f"{_document_of(starts, at)}: a feature is a str, not {names[at]!r}")
     many = getattr(hashfunc, "many", None)
     hashes = many(names) if many is not None else [hashfunc(f) for f in names]
     sums = np.zeros((len(batch), bits), dtype=np.float64)
@@ -148,8 +156,8 @@ def column_sums(
     signed -= 1.0
     # checked by type, once a type: a check a weight cost a third more time (stop 20)
     if not all(issubclass(t, numbers.Real) and not issubclass(t, bool) for t in set(map(type, weights))):
-        bad = next(x for x in weights if isinstance(x, bool) or not isinstance(x, numbers.Real))
-        raise ValueError(f"a weight is a number, not {bad!r}")
+        at = next(i for i, x in enumerate(weights) if isinstance(x, bool) or not isinstance(x, numbers.Real))
+        raise ValueError(f"{_document_of(starts, at)}: a weight is a number, not {weights[at]!r}")
     w = np.asarray(weights, dtype=np.float64)
     ends = np.append(starts[1:], len(hashes))
     nonempty = np.flatnonzero(ends > starts)
@@ -157,12 +165,21 @@ def column_sums(
     with np.errstate(over="ignore"):
         magnitudes = np.add.reduceat(np.abs(w), starts[nonempty])
     if not np.isfinite(magnitudes).all():
-        raise ValueError("weights are finite numbers whose magnitudes sum to a finite number")
+        d = int(nonempty[np.flatnonzero(~np.isfinite(magnitudes))[0]])
+        raise ValueError(
+            f"document {d} of the batch: weights are finite numbers whose magnitudes sum to a finite number"
+        )
     signed *= w[:, None]
     sums[nonempty] = np.add.reduceat(signed, starts[nonempty], axis=0)
     if not _sums_are_exact(w):
         _make_signs_exact(sums, signed, w, starts, ends, nonempty)
     return sums
+
+
+def _document_of(starts: np.ndarray, at: int) -> str:
+    """'document D of the batch', D the document whose features hold the `at`-th of the
+    batch's (a bad one failed the batch without saying whose it was: a review)."""
+    return f"document {int(np.searchsorted(starts, at, side='right')) - 1} of the batch"
 
 
 def _sums_are_exact(w: np.ndarray) -> bool:

@@ -614,3 +614,19 @@ def test_load_into_refuses_a_deduplicator_that_holds_rows(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="load_into needs an empty Deduplicator; this one holds 5 rows"):
         read_index(path).load_into(fresh)
     assert len(fresh.ids) == len(fresh.index) == 5
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "said"),
+    [
+        ({"a": "x"}, ValueError, "a weight is a number, not 'x'"),
+        ({"a": float("inf")}, ValueError, "weights are finite numbers"),
+        ({1: 2.0}, TypeError, "a feature is a str, not 1"),
+        (["a"], TypeError, "its features are a {feature: weight} mapping, not list"),
+    ],
+)
+def test_a_bad_feature_set_names_its_document(bad: object, error: type[Exception], said: str) -> None:
+    # One bad document failed the batch without saying which; a list or an int feature
+    # failed with an AttributeError (a review).
+    with pytest.raises(error, match=re.escape(f"document 2 of the batch: {said}")):
+        fingerprint_batch([{"ok": 1.0}, {}, bad])  # type: ignore[list-item]
