@@ -296,11 +296,36 @@ class Deduplicator:
 
     @_one_thread
     def match_many(
-        self, docs: Sequence[Document], fps: Sequence[int | None], sketches: np.ndarray | None = None
+        self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
     ) -> tuple[np.ndarray, np.ndarray]:
         """For each document, the kept row it would duplicate and the distance, or -1 and
         -1 (none, or no fingerprint); nothing is kept. Here: the nearest row within the
-        distance (ties: the earliest). `sketches` is for subclasses that verify."""
+        distance (ties: the earliest); `given`: what a subclass takes beside the
+        fingerprints, row by row (decide_many's).
+
+        A batch whose documents meet many kept rows (BlockIndex.candidates) is matched in
+        pieces of at most MATCH_CANDIDATES: whole, a search held every pair of the batch,
+        and 4,096 CSV rows against 50,000 kept ones took 5-10 GB (`index query`, a
+        review), where `scan` splits such a batch (split_batch)."""
+        fps = checked_fingerprints(docs, fps, self.settings.bits)
+        given = self._given(docs, fps, *given)
+        cuts = _cuts(self._candidates(fps, *given), MATCH_CANDIDATES)
+        if len(cuts) == 2:
+            return self._match_many(docs, fps, *given)
+        found = [
+            self._match_many(docs[lo:hi], fps[lo:hi], *(None if g is None else g[lo:hi] for g in given))
+            for lo, hi in zip(cuts[:-1], cuts[1:])
+        ]
+        return np.concatenate([rows for rows, _ in found]), np.concatenate([ds for _, ds in found])
+
+    def _candidates(self, fps: Sequence[int | None], *given: Any) -> np.ndarray:
+        """For each document, the kept rows its search compares it with
+        (BlockIndex.candidates; 0 without a fingerprint)."""
+        return _candidates(self.index, fps, self.settings.bits)
+
+    def _match_many(
+        self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
         rows = np.full(len(fps), -1, dtype=np.int64)
         dists = np.full(len(fps), -1, dtype=np.int64)
         present = [i for i, fp in enumerate(fps) if fp is not None]
@@ -339,6 +364,31 @@ def split_batch(
     for rows in parts:
         decisions += dd._decide_batch([docs[i] for i in rows], [fps[i] for i in rows], *dd._take(given, rows))
     return decisions
+
+
+#: match_many's pieces: at most this many candidates (kept rows compared) a piece, so
+#: the pairs found at once stay within ~100 MB (24 bytes a pair).
+MATCH_CANDIDATES = 1 << 22
+
+
+def _candidates(index: BlockIndex, fps: Sequence[int | None], bits: int) -> np.ndarray:
+    counts = np.zeros(len(fps), np.int64)
+    present = [i for i, fp in enumerate(fps) if fp is not None]
+    if present:
+        counts[present] = index.candidates(fingerprint_array([fps[i] for i in present], bits))
+    return counts
+
+
+def _cuts(counts: np.ndarray, most: int) -> list[int]:
+    """Where to cut a batch into pieces of consecutive rows whose counts add up to at
+    most `most` (a row above it alone): [0, ..., len(counts)]."""
+    cuts, total = [0], 0
+    for i, count in enumerate(counts.tolist()):
+        if total and total + count > most:
+            cuts.append(i)
+            total = 0
+        total += count
+    return cuts + [len(counts)]
 
 
 #: Twins are decided apart (_decide_with_twins) once they make more pairs than this many

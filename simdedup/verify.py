@@ -25,6 +25,7 @@ from .dedup import (
     Deduplicator,
     Ids,
     _as_fingerprint_array,
+    _candidates,
     _one_thread,
     _repeated,
     checked_documents,
@@ -425,7 +426,20 @@ class VerifyingDeduplicator(Deduplicator):
     ) -> tuple[np.ndarray, np.ndarray]:
         """For each document, the kept row it would duplicate and the distance, or -1 and
         -1; nothing is kept. The row is chosen as decide_many chooses among kept rows:
-        verified ones first, the most similar, then the nearest, then the earliest."""
+        verified ones first, the most similar, then the nearest, then the earliest.
+        `sketches` and `heads` as decide_many takes them."""
+        return super().match_many(docs, fps, sketches, heads)
+
+    def _candidates(self, fps: Sequence[int | None], *given: Any) -> np.ndarray:
+        """Those of the index's search and of the head index's."""
+        _, heads = given
+        bits = self.settings.bits
+        return _candidates(self.index, fps, bits) + _candidates(self.head_index, heads, bits)
+
+    def _match_many(
+        self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        sketches, heads = given  # as _given made them
         rows = np.full(len(fps), -1, dtype=np.int64)
         dists = np.full(len(fps), -1, dtype=np.int64)
         present = [i for i, fp in enumerate(fps) if fp is not None]
@@ -579,8 +593,17 @@ class _Heads:
             heads = _heads_of(docs, dd.settings, dd.hashfunc)
         pos = np.array([p for p, i in enumerate(present) if heads[i] is not None and has_mine[p]], np.int64)
         fps = fingerprint_array([heads[present[p]] for p in pos.tolist()], bits)
-        hq, hrows, _ = dd.head_index.search(fps, ordered=False)
-        crowd = np.bincount(hq, minlength=len(pos))
+        # A head's pairs past the crowd are counted, not kept (a crowded batch of `index
+        # query` held them all: 4,096 CSV rows' heads against 50,000 took 3 GB, a review).
+        crowd = np.zeros(len(pos), np.int64)
+
+        def calm_ones(pairs: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+            q, rows, d = pairs
+            crowd[:] += np.bincount(q, minlength=len(pos))
+            calm = crowd[q] <= HEAD_CROWD
+            return q[calm], rows[calm], d[calm]
+
+        hq, hrows, _ = dd.head_index.search(fps, ordered=False, keep=calm_ones)
         crowd_in_index = np.zeros(len(present), np.int64)
         crowd_in_index[pos] = crowd
         # Kept rows: verified, and only for heads that may be calm (the rest never are).
