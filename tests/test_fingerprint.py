@@ -160,6 +160,33 @@ def test_the_numpy_batch_path_equals_extract_then_fingerprint_batch(batch: list[
     assert text_batch_fingerprints(batch, s) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    batch=st.lists(st.one_of(ascii_texts, texts), max_size=6),
+    long=st.integers(0, 400),
+    options=st.sampled_from(
+        [
+            {"tokenizer": "chars"},
+            {"tokenizer": "chars", "ngram": 1, "weights": "binary"},
+            {"tokenizer": "chars", "seed": 7},
+            {"shingle": 2},
+            {"shingle": 3, "weights": "binary"},
+            {"weights": "binary"},
+            {"weights": "binary", "tokenizer": "words", "fold": False},
+        ]
+    ),
+)
+def test_unit_weights_summed_per_occurrence_equal_extract_then_fingerprint_batch(
+    batch: list[str], long: int, options: dict[str, object]
+) -> None:
+    # chars, shingles and binary weights: each feature occurrence (or distinct feature)
+    # counted in byte lanes, where fingerprint_batch multiplies a float matrix (stop 39).
+    batch = [*batch, " ".join(["w"] * long) + " x" * (long // 3)]
+    s = Settings(**options)  # type: ignore[arg-type]
+    expected = fingerprint_batch([extract(t, s) for t in batch], 64, FeatureHasher(64, s.seed))
+    assert text_batch_fingerprints(batch, s) == expected
+
+
 def test_the_vectorized_xxh3_equals_xxhash_at_every_length() -> None:
     import random
 
