@@ -114,6 +114,13 @@ class Ids(Sequence[str]):
             self._blob += ids._blob
             self._ends.frombytes((np.frombuffer(ids._ends, np.uint64) + np.uint64(base)).tobytes())
             return
+        ids = ids if isinstance(ids, list) else list(ids)
+        joined = "".join(ids)
+        if joined.isascii():  # a byte a character: the ends without encoding each id
+            self._blob += joined.encode("ascii")
+            ends = np.cumsum(np.fromiter(map(len, ids), np.uint64, len(ids)), dtype=np.uint64)
+            self._ends.frombytes((ends + np.uint64(len(self._blob) - len(joined))).tobytes())
+            return
         for doc_id in ids:
             self.append(doc_id)
 
