@@ -36,6 +36,13 @@ def table_buckets(words, starts, masks, mix, p):  # type: ignore[no-untyped-def]
     return out
 
 
+def key_hashes(words, starts, masks, mix):  # type: ignore[no-untyped-def]
+    """Each 64-bit fingerprint's key hash in a table, as index.Layout.key_hash gives it."""
+    hashes = np.empty(len(words), np.uint64)
+    _indexcore.key_hashes(_c(words, _U64), _c(starts, _U64), _c(masks, _U64), _c(mix, _U64), -1, hashes)
+    return hashes
+
+
 def keys_in_order(words, starts, masks, mix, top=31):  # type: ignore[no-untyped-def]
     """(hashes, order): each 64-bit fingerprint's key hash in a table (as
     index.Layout.key_hash gives it) and the fingerprints' places ordered by the top
@@ -43,9 +50,8 @@ def keys_in_order(words, starts, masks, mix, top=31):  # type: ignore[no-untyped
     bits (p < 32: its rows are numbered in 32 bits), so with `top` at least every run's p
     this order groups the queries by bucket in every run: search_run sorts once a table
     instead of once a table and run."""
-    hashes = np.empty(len(words), np.uint64)
+    hashes = key_hashes(words, starts, masks, mix)
     order = np.empty(len(words), np.int64)
-    _indexcore.key_hashes(_c(words, _U64), _c(starts, _U64), _c(masks, _U64), _c(mix, _U64), -1, hashes)
     _indexcore.top_order(hashes, top, order)
     return hashes, order
 

@@ -303,17 +303,22 @@ class Deduplicator:
 
     @_one_thread
     def match_many(
-        self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
+        self, docs: Sequence[Document], fps: Sequence[int | None], sketches: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """For each document, the kept row it would duplicate and the distance, or -1 and
         -1 (none, or no fingerprint); nothing is kept. Here: the nearest row within the
-        distance (ties: the earliest); `given`: what a subclass takes beside the
-        fingerprints, row by row (decide_many's).
+        distance (ties: the earliest). `sketches` is for subclasses that verify."""
+        return self._match_in_pieces(docs, fps)
 
-        A batch whose documents meet many kept rows (BlockIndex.candidates) is matched in
-        pieces of at most MATCH_CANDIDATES: whole, a search held every pair of the batch,
-        and 4,096 CSV rows against 50,000 kept ones took 5-10 GB (`index query`, a
-        review), where `scan` splits such a batch (split_batch)."""
+    def _match_in_pieces(
+        self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """match_many's answers (`given`: what a subclass takes beside the fingerprints,
+        row by row, as decide_many takes it). A batch whose documents meet many kept rows
+        (BlockIndex.candidates) is matched in pieces of at most MATCH_CANDIDATES: whole, a
+        search held every pair of the batch, and 4,096 CSV rows against 50,000 kept ones
+        took 5-10 GB (`index query`, a review), where `scan` splits such a batch
+        (split_batch)."""
         fps = checked_fingerprints(docs, fps, self.settings.bits)
         given = self._given(docs, fps, *given)
         cuts = _cuts(self._candidates(fps, *given), MATCH_CANDIDATES)

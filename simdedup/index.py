@@ -265,6 +265,14 @@ class Layout:
             len(self.keys), len(words)
         )
 
+    def compiled_key_hashes(self, words: np.ndarray) -> np.ndarray:
+        """key_hashes of 64-bit fingerprints by the compiled loop, a pass a table."""
+        from .compiled import key_hashes
+
+        return np.stack(
+            [key_hashes(words[:, 0], *self.compiled_keys[t], _MIX_WORDS) for t in range(len(self.keys))]
+        )
+
     def keys_in_order(self, words: np.ndarray, tables: range, top: int = 31) -> tuple[np.ndarray, np.ndarray]:
         """(hashes, by_hash), each (tables, n): key_hashes of 64-bit fingerprints and, per
         table, their places ordered by the top `top` bits of it (compiled.keys_in_order),
@@ -714,14 +722,14 @@ class BlockIndex:
         if self.layout.brute_force:
             return np.full(len(queries), self._n, np.int64)
         counts = np.full(len(queries), self._n - self._buffer_start, np.int64)
-        if not self._runs or not len(queries):
-            return counts
-        hashes = self.layout.key_hashes(queries)
         tables = np.arange(len(self.layout.keys))[:, None]
-        for run in self._runs:
-            buckets = _bucket_of(hashes, run.p)
-            sizes = run.offsets[tables, buckets + 1].astype(np.int64) - run.offsets[tables, buckets]
-            counts += sizes.sum(axis=0)
+        for lo in range(0, len(queries) if self._runs else 0, QUERY_SLICE):  # as searched
+            part = queries[lo : lo + QUERY_SLICE]
+            hashes = self.layout.compiled_key_hashes(part) if self.compiled else self.layout.key_hashes(part)
+            for run in self._runs:
+                buckets = _bucket_of(hashes, run.p)
+                sizes = run.offsets[tables, buckets + 1].astype(np.int64) - run.offsets[tables, buckets]
+                counts[lo : lo + QUERY_SLICE] += sizes.sum(axis=0)
         return counts
 
     def nearest_many(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -428,7 +428,7 @@ class VerifyingDeduplicator(Deduplicator):
         -1; nothing is kept. The row is chosen as decide_many chooses among kept rows:
         verified ones first, the most similar, then the nearest, then the earliest.
         `sketches` and `heads` as decide_many takes them."""
-        return super().match_many(docs, fps, sketches, heads)
+        return self._match_in_pieces(docs, fps, sketches, heads)
 
     def _candidates(self, fps: Sequence[int | None], *given: Any) -> np.ndarray:
         """Those of the index's search and of the head index's."""
@@ -675,7 +675,7 @@ def _refuse_textless(docs: Sequence[Document], fps: Sequence[int | None], what: 
         if fp is not None and not doc.text and doc.features is None:
             raise ValueError(
                 f"document {n} of the batch has a fingerprint but no text to make its {what} "
-                "from: give decide_many the sketches and heads made with the fingerprints "
+                "from: give the sketches and heads made with the fingerprints too "
                 "(sketch.fingerprints_and_sketches)"
             )
 

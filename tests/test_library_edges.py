@@ -659,3 +659,14 @@ def test_matching_a_batch_against_a_crowd_holds_a_piece_of_its_pairs(cls: type[D
     expected = -1 if isinstance(dd, VerifyingDeduplicator) else 0
     assert rows.tolist() == [expected] * len(queries)
     assert peak < 300 << 20, f"{peak / 2**20:.0f} MiB"  # the 40M pairs alone: 960 MiB
+
+
+def test_match_many_still_takes_sketches_by_keyword() -> None:
+    # match_many(docs, fps, sketches=...) broke when the batch was matched in pieces
+    # (a review of stop 39).
+    dd = Deduplicator()
+    fps = fingerprint_texts(["a b c d", "e f g h"])
+    dd.extend(fps[:1], ["kept"])
+    docs = [Document("q0", "a b c d", b""), Document("q1", "e f g h", b"")]
+    rows, dists = dd.match_many(docs, fps, sketches=None)
+    assert rows.tolist() == [0, -1] and dists.tolist() == [0, -1]
