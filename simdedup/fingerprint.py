@@ -368,19 +368,7 @@ def normalized_batch_fingerprints(
     tokens, None for a text of HEAD_TOKENS tokens or fewer (else an empty list)."""
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)
     if not _occurrence_path(settings, hashfunc):
-        tokens = [tokens_of_normalized(t, settings) for t in norm]
-        if _unit_weights(settings, hashfunc):
-            fps = feature_occurrence_fingerprints(tokens, settings, hashfunc)  # type: ignore[arg-type]
-        else:
-            fps = fingerprint_batch([weigh(t, settings) for t in tokens], settings.bits, hashfunc)
-        if not heads:
-            return fps, [], []
-        long = [i for i, t in enumerate(tokens) if len(t) > HEAD_TOKENS]
-        head_fps: list[int | None] = [None] * len(norm)
-        heads_of_long = [weigh(head_window(tokens[i], hashfunc), settings) for i in long]
-        found = fingerprint_batch(heads_of_long, settings.bits, hashfunc)
-        for i, fp in zip(long, found):
-            head_fps[i] = fp
+        fps, head_fps = _feature_fingerprints(norm, settings, hashfunc, heads)
         return fps, [], head_fps
     fps: list[int | None] = [None] * len(norm)
     head_fps = [None] * len(norm) if heads else []
@@ -413,6 +401,87 @@ def normalized_batch_fingerprints(
         put(ascii_rows, hashes, counts)
         runs.append((ascii_rows, hashes, counts))
     return fps, runs, head_fps
+
+
+def _feature_fingerprints(
+    norm: Sequence[str], settings: Settings, hashfunc: HashFunc, heads: bool
+) -> tuple[list[int | None], list[int | None]]:
+    """normalized_batch_fingerprints' (fingerprints, heads) off the word path: ASCII
+    texts' character n-grams or word shingles found and hashed in one buffer where
+    ascii_feature_hashes serves, the rest tokenized and weighed a text at a time."""
+    fps: list[int | None] = [None] * len(norm)
+    head_fps: list[int | None] = [None] * len(norm) if heads else []
+    rows: Sequence[int] = range(len(norm))
+    if _ascii_features(settings, hashfunc):
+        plain = [i for i, t in enumerate(norm) if t.isascii()]
+        if plain:
+            hashes, counts = ascii_feature_hashes([norm[i] for i in plain], settings)
+            for i, fp in zip(plain, occurrence_fingerprints(hashes, counts)):
+                fps[i] = fp
+            if heads:
+                for i, fp in zip(plain, occurrence_head_fingerprints(hashes, counts)):
+                    head_fps[i] = fp
+            rows = [i for i, t in enumerate(norm) if not t.isascii()]
+    if not rows:
+        return fps, head_fps
+    tokens = [tokens_of_normalized(norm[i], settings) for i in rows]
+    if _unit_weights(settings, hashfunc):
+        found = feature_occurrence_fingerprints(tokens, settings, hashfunc)  # type: ignore[arg-type]
+    else:
+        found = fingerprint_batch([weigh(t, settings) for t in tokens], settings.bits, hashfunc)
+    for i, fp in zip(rows, found):
+        fps[i] = fp
+    if heads:
+        long = [j for j, t in enumerate(tokens) if len(t) > HEAD_TOKENS]
+        heads_of_long = [weigh(head_window(tokens[j], hashfunc), settings) for j in long]
+        for j, fp in zip(long, fingerprint_batch(heads_of_long, settings.bits, hashfunc)):
+            head_fps[rows[j]] = fp
+    return fps, head_fps
+
+
+def _ascii_features(settings: Settings, hashfunc: HashFunc) -> bool:
+    """Whether ascii_feature_hashes serves: character n-grams or word shingles (the word
+    path takes single words), term frequencies, 64 bits, the default feature hash
+    (xxh3-64, seed 0, which xxh3.hash_spans computes)."""
+    return (
+        (settings.tokenizer == "chars" or settings.shingle > 1)
+        and settings.weights == "tf"
+        and settings.top_k == 0
+        and settings.bits == 64
+        and type(hashfunc) is FeatureHasher
+        and hashfunc.bits == 64
+        and hashfunc.seed == 0
+    )
+
+
+def ascii_feature_hashes(texts: Sequence[str], settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes, counts) as ascii_word_hashes gives them, of normalized ASCII texts'
+    character n-grams (`--tokenizer chars`) or word shingles (`--shingle N`): both are
+    spans of the text's \\w+ words joined by single spaces (features.char_ngrams,
+    features.shingles), so the words are joined once, into one buffer, and the spans
+    hashed there without a Python object per feature."""
+    joined = [" ".join(words(t)) for t in texts]
+    lengths = np.fromiter(map(len, joined), np.intp, len(joined))
+    doc_starts = np.cumsum(lengths + 1) - lengths - 1  # a newline after each
+    data = "\n".join(joined).encode("ascii")
+    if settings.tokenizer == "chars":
+        n = settings.ngram
+        counts = np.where(lengths > n, lengths - n + 1, (lengths > 0).astype(np.intp))
+        starts = np.repeat(doc_starts, counts) + _positions(counts)
+        ends = starts + np.minimum(np.repeat(lengths, counts), n)
+        return hash_spans(data, starts, ends), counts
+    n = settings.shingle
+    word_starts, word_ends = ascii_word_spans(data)
+    per_doc = np.diff(np.searchsorted(word_starts, doc_starts), append=len(word_starts))
+    counts = np.where(per_doc > n, per_doc - n + 1, (per_doc > 0).astype(np.intp))
+    first_word = np.repeat(np.cumsum(per_doc) - per_doc, counts) + _positions(counts)
+    last_word = first_word + np.minimum(np.repeat(per_doc, counts), n) - 1
+    return hash_spans(data, word_starts[first_word], word_ends[last_word]), counts
+
+
+def _positions(counts: np.ndarray) -> np.ndarray:
+    """0 .. c - 1 for each c in counts, one after another."""
+    return np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
 def head_window(tokens: list[str], hashfunc: HashFunc) -> list[str]:

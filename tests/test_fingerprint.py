@@ -187,6 +187,31 @@ def test_unit_weights_summed_per_occurrence_equal_extract_then_fingerprint_batch
     assert text_batch_fingerprints(batch, s) == expected
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    batch=st.lists(st.one_of(ascii_texts, texts), max_size=6),
+    long=st.integers(0, 120),
+    options=st.sampled_from(
+        [{"tokenizer": "chars", "ngram": n} for n in (1, 3, 5)] + [{"shingle": n} for n in (2, 3, 9)]
+    ),
+)
+def test_ascii_ngrams_and_shingles_found_in_one_buffer_equal_a_text_at_a_time(
+    batch: list[str], long: int, options: dict[str, object]
+) -> None:
+    # ascii_feature_hashes (stop 39) against the general path, heads included: a hash
+    # function that is not a FeatureHasher takes the general path, the same hashes.
+    from simdedup.features import normalized_many
+    from simdedup.fingerprint import normalized_batch_fingerprints
+
+    batch = [*batch, " ".join(["w", "x-y"] * long)]
+    s = Settings(**options)  # type: ignore[arg-type]
+    hasher = FeatureHasher()
+    norm = normalized_many(batch, s)
+    fast = normalized_batch_fingerprints(norm, s, hasher, heads=True)
+    general = normalized_batch_fingerprints(norm, s, lambda f: hasher(f), heads=True)
+    assert (fast[0], fast[2]) == (general[0], general[2])
+
+
 def test_the_vectorized_xxh3_equals_xxhash_at_every_length() -> None:
     import random
 
