@@ -412,7 +412,7 @@ def _feature_fingerprints(
     fps: list[int | None] = [None] * len(norm)
     head_fps: list[int | None] = [None] * len(norm) if heads else []
     rows: Sequence[int] = range(len(norm))
-    if _ascii_features(settings, hashfunc):
+    if _ascii_features(settings, hashfunc) and len(norm) >= ASCII_FEATURES_BATCH:
         plain = [i for i, t in enumerate(norm) if t.isascii()]
         if plain:
             hashes, counts = ascii_feature_hashes([norm[i] for i in plain], settings)
@@ -437,6 +437,12 @@ def _feature_fingerprints(
         for j, fp in zip(long, fingerprint_batch(heads_of_long, settings.bits, hashfunc)):
             head_fps[rows[j]] = fp
     return fps, head_fps
+
+
+#: The fewest texts that ascii_feature_hashes takes: its numpy calls cost ~0.2 ms a batch,
+#: so one text a call (a library loop) took 313 us against 93 with --shingle 3 (a review),
+#: and from about 8-16 texts it is the faster.
+ASCII_FEATURES_BATCH = 16
 
 
 def _ascii_features(settings: Settings, hashfunc: HashFunc) -> bool:

@@ -203,7 +203,7 @@ def test_ascii_ngrams_and_shingles_found_in_one_buffer_equal_a_text_at_a_time(
     from simdedup.features import normalized_many
     from simdedup.fingerprint import normalized_batch_fingerprints
 
-    batch = [*batch, " ".join(["w", "x-y"] * long)]
+    batch = [*batch, " ".join(["w", "x-y"] * long)] * 16  # enough to take it (ASCII_FEATURES_BATCH)
     s = Settings(**options)  # type: ignore[arg-type]
     hasher = FeatureHasher()
     norm = normalized_many(batch, s)
