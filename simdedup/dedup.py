@@ -333,7 +333,7 @@ class Deduplicator:
     def _candidates(self, fps: Sequence[int | None], *given: Any) -> np.ndarray:
         """For each document, the kept rows its search compares it with
         (BlockIndex.candidates; 0 without a fingerprint)."""
-        return _candidates(self.index, fps, self.settings.bits)
+        return candidates_of(self.index, fps, self.settings.bits)
 
     def _match_many(
         self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
@@ -383,7 +383,8 @@ def split_batch(
 MATCH_CANDIDATES = 1 << 22
 
 
-def _candidates(index: BlockIndex, fps: Sequence[int | None], bits: int) -> np.ndarray:
+def candidates_of(index: BlockIndex, fps: Sequence[int | None], bits: int) -> np.ndarray:
+    """BlockIndex.candidates of each fingerprint, 0 for None."""
     counts = np.zeros(len(fps), np.int64)
     present = [i for i, fp in enumerate(fps) if fp is not None]
     if present:

@@ -409,33 +409,38 @@ def _feature_fingerprints(
     """normalized_batch_fingerprints' (fingerprints, heads) off the word path: ASCII
     texts' character n-grams or word shingles found and hashed in one buffer where
     ascii_feature_hashes serves, the rest tokenized and weighed a text at a time."""
-    fps: list[int | None] = [None] * len(norm)
-    head_fps: list[int | None] = [None] * len(norm) if heads else []
-    rows: Sequence[int] = range(len(norm))
-    if _ascii_features(settings, hashfunc) and len(norm) >= ASCII_FEATURES_BATCH:
-        plain = [i for i, t in enumerate(norm) if t.isascii()]
-        if plain:
-            hashes, counts = ascii_feature_hashes([norm[i] for i in plain], settings)
-            for i, fp in zip(plain, occurrence_fingerprints(hashes, counts)):
-                fps[i] = fp
-            if heads:
-                for i, fp in zip(plain, occurrence_head_fingerprints(hashes, counts)):
-                    head_fps[i] = fp
-            rows = [i for i, t in enumerate(norm) if not t.isascii()]
-    if not rows:
+    served = _ascii_features(settings, hashfunc) and len(norm) >= ASCII_FEATURES_BATCH
+    plain = [i for i, t in enumerate(norm) if t.isascii()] if served else []
+    if not plain:
+        return _tokenized_fingerprints(norm, settings, hashfunc, heads)
+    hashes, counts = ascii_feature_hashes([norm[i] for i in plain], settings)
+    fps = occurrence_fingerprints(hashes, counts)
+    head_fps = occurrence_head_fingerprints(hashes, counts) if heads else []
+    if len(plain) == len(norm):
         return fps, head_fps
-    tokens = [tokens_of_normalized(norm[i], settings) for i in rows]
+    others = other_rows(plain, len(norm))
+    other_fps, other_heads = _tokenized_fingerprints([norm[i] for i in others], settings, hashfunc, heads)
+    return placed(plain, fps, others, other_fps), placed(
+        plain, head_fps, others, other_heads
+    ) if heads else []
+
+
+def _tokenized_fingerprints(
+    norm: Sequence[str], settings: Settings, hashfunc: HashFunc, heads: bool
+) -> tuple[list[int | None], list[int | None]]:
+    """_feature_fingerprints of texts tokenized a text at a time."""
+    tokens = [tokens_of_normalized(t, settings) for t in norm]
     if _unit_weights(settings, hashfunc):
-        found = feature_occurrence_fingerprints(tokens, settings, hashfunc)  # type: ignore[arg-type]
+        fps = feature_occurrence_fingerprints(tokens, settings, hashfunc)  # type: ignore[arg-type]
     else:
-        found = fingerprint_batch([weigh(t, settings) for t in tokens], settings.bits, hashfunc)
-    for i, fp in zip(rows, found):
-        fps[i] = fp
-    if heads:
-        long = [j for j, t in enumerate(tokens) if len(t) > HEAD_TOKENS]
-        heads_of_long = [weigh(head_window(tokens[j], hashfunc), settings) for j in long]
-        for j, fp in zip(long, fingerprint_batch(heads_of_long, settings.bits, hashfunc)):
-            head_fps[rows[j]] = fp
+        fps = fingerprint_batch([weigh(t, settings) for t in tokens], settings.bits, hashfunc)
+    if not heads:
+        return fps, []
+    long = [i for i, t in enumerate(tokens) if len(t) > HEAD_TOKENS]
+    head_fps: list[int | None] = [None] * len(norm)
+    heads_of_long = [weigh(head_window(tokens[i], hashfunc), settings) for i in long]
+    for i, fp in zip(long, fingerprint_batch(heads_of_long, settings.bits, hashfunc)):
+        head_fps[i] = fp
     return fps, head_fps
 
 
@@ -453,10 +458,7 @@ def _ascii_features(settings: Settings, hashfunc: HashFunc) -> bool:
         (settings.tokenizer == "chars" or settings.shingle > 1)
         and settings.weights == "tf"
         and settings.top_k == 0
-        and settings.bits == 64
-        and type(hashfunc) is FeatureHasher
-        and hashfunc.bits == 64
-        and hashfunc.seed == 0
+        and _default_hash(settings, hashfunc)
     )
 
 
@@ -552,7 +554,15 @@ def _occurrence_path(settings: Settings, hashfunc: HashFunc) -> bool:
         and settings.shingle == 1
         and settings.weights == "tf"
         and settings.top_k == 0
-        and settings.bits == 64
+        and _default_hash(settings, hashfunc)
+    )
+
+
+def _default_hash(settings: Settings, hashfunc: HashFunc) -> bool:
+    """Whether features are hashed as xxh3.hash_spans hashes them: 64 bits, xxh3-64 with
+    seed 0, by the FeatureHasher itself."""
+    return (
+        settings.bits == 64
         and settings.seed == 0
         and type(hashfunc) is FeatureHasher
         and hashfunc.bits == 64

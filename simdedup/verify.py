@@ -25,9 +25,9 @@ from .dedup import (
     Deduplicator,
     Ids,
     _as_fingerprint_array,
-    _candidates,
     _one_thread,
     _repeated,
+    candidates_of,
     checked_documents,
     crowded_batch,
     split_batch,
@@ -434,7 +434,7 @@ class VerifyingDeduplicator(Deduplicator):
         """Those of the index's search and of the head index's."""
         _, heads = given
         bits = self.settings.bits
-        return _candidates(self.index, fps, bits) + _candidates(self.head_index, heads, bits)
+        return candidates_of(self.index, fps, bits) + candidates_of(self.head_index, heads, bits)
 
     def _match_many(
         self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any

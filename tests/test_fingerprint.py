@@ -148,6 +148,8 @@ def test_an_injected_hash_function_is_used() -> None:
 
 
 ascii_texts = st.text(alphabet=st.sampled_from("ab Cd_9 .,-\n\t"), max_size=80)
+#: A few texts, ASCII or not, for the paths that split a batch by it.
+some_texts = st.lists(st.one_of(ascii_texts, texts), max_size=6)
 
 
 @settings(max_examples=300, deadline=None)
@@ -162,7 +164,7 @@ def test_the_numpy_batch_path_equals_extract_then_fingerprint_batch(batch: list[
 
 @settings(max_examples=200, deadline=None)
 @given(
-    batch=st.lists(st.one_of(ascii_texts, texts), max_size=6),
+    batch=some_texts,
     long=st.integers(0, 400),
     options=st.sampled_from(
         [
@@ -189,7 +191,7 @@ def test_unit_weights_summed_per_occurrence_equal_extract_then_fingerprint_batch
 
 @settings(max_examples=150, deadline=None)
 @given(
-    batch=st.lists(st.one_of(ascii_texts, texts), max_size=6),
+    batch=some_texts,
     long=st.integers(0, 120),
     options=st.sampled_from(
         [{"tokenizer": "chars", "ngram": n} for n in (1, 3, 5)] + [{"shingle": n} for n in (2, 3, 9)]
