@@ -106,10 +106,14 @@ from .report import (
     numbered_fingerprint_lines,
 )
 from .settings import (
+    CROWD,
+    CROWDED_AFTER,
+    CROWDED_MEAN,
     HEAD_CROWD,
     HEAD_SPEC,
     HEAD_TOKENS,
     MAX_DISTANCE,
+    SUGGESTED_CROWD,
     TOKENIZERS,
     WEIGHTS,
     Settings,
@@ -862,7 +866,33 @@ def _verify(kw: dict[str, Any]) -> float | None:
     given = click.get_current_context().get_parameter_source("verify") is ParameterSource.COMMANDLINE
     if off and given:
         raise click.UsageError("--verify and --no-verify contradict each other: give one")
+    if off and kw.get("crowd"):
+        raise click.UsageError(
+            "--crowd bounds the kept documents that verification compares, and --no-verify compares"
+            " none (it keeps no crowd: a near document is a duplicate): give one"
+        )
     return None if off else verify
+
+
+def crowd_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--crowd",
+        type=click.IntRange(0),
+        default=CROWD,
+        show_default=True,
+        metavar="N",
+        help="Leave a document out of the index if it is kept while N kept documents within the"
+        " distance are in it: later documents then find it only as an exact copy. Bounds the work"
+        " on text of few distinct words (rows of numbers, one template's log lines), which"
+        f" otherwise grows with the square of the input; {SUGGESTED_CROWD} suits such input."
+        " 0: every kept document is indexed.",
+    )(f)
+
+
+def _deduplicator(settings: Settings, kw: dict[str, Any]) -> Deduplicator:
+    """The Deduplicator of --verify/--no-verify and --crowd."""
+    verify = _verify(kw)
+    return deduplicator(settings, verify, kw.pop("crowd"))
 
 
 def _reworded(**helps: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -1449,6 +1479,32 @@ def _warn_if_wide(settings: Settings, messages: Messages) -> None:
     )
 
 
+@dataclass
+class _Crowding:
+    """Warns once, as a run goes, where its documents meet kept ones by the thousand
+    that verification then rejects: text whose work grows with the square of the input
+    (settings.CROWDED_MEAN)."""
+
+    dd: Deduplicator
+    messages: Messages
+    warned: bool = False
+
+    def check(self) -> None:
+        dd = self.dd
+        if self.warned or not isinstance(dd, VerifyingDeduplicator) or dd.crowd:
+            return
+        if dd.searched >= CROWDED_AFTER and dd.met >= CROWDED_MEAN * dd.searched:
+            self.warned = True
+            self.messages.warn(
+                "verification",
+                f"each document met {dd.met // dd.searched:,} kept ones within -k {dd.settings.distance},"
+                " on average, whose texts differ (text of few distinct words, such as rows of numbers or"
+                " one template's log lines): the time grows with the square of the input. --crowd"
+                f" {SUGGESTED_CROWD} bounds it (a document kept among that many is then found only as an"
+                " exact copy); --shingle 3 fingerprints the shingles that verification compares",
+            )
+
+
 def _warn_if_name_taken(session: IndexSession, messages: Messages) -> None:
     if session.name_taken:
         messages.warn(
@@ -1713,12 +1769,15 @@ def _run(
 
     out = _HandedOut()
     started = 0  # decisions whose writing began
+    crowding = _Crowding(dd, messages)
 
     def record(decision: Decision) -> None:
         # A Ctrl-C or SIGTERM meanwhile takes effect once all of it is written (_Writing).
         nonlocal started
         _WRITING.now = True
         started += 1
+        if verifying and not started % 1024:
+            crowding.check()
         try:
             summary.count(decision)
             groups.add(decision)
@@ -1855,10 +1914,16 @@ def _details(messages: Messages, dd: Deduplicator) -> None:
         messages.detail(
             f"verification: estimated Jaccard >= {dd.min_jaccard:g} from {SKETCH.nbytes}-byte sketches "
             f"({SKETCH_SPEC}); candidates also from {len(dd.head_index):,} head fingerprints ("
-            f"{HEAD_SPEC}); {dd.sketch_bytes():,} bytes held"
+            f"{HEAD_SPEC}); {dd.sketch_bytes():,} bytes held; a document met "
+            f"{dd.met / max(1, dd.searched):,.1f} kept ones within the distance, on average"
         )
     else:
         messages.detail("verification: off (--no-verify): matches are decided on the fingerprint alone")
+    if stats.unindexed or getattr(dd, "crowd", 0):
+        messages.detail(
+            f"crowds (--crowd {getattr(dd, 'crowd', 0)}): {stats.unindexed:,} kept documents are unindexed,"
+            " found only as exact copies"
+        )
 
 
 def _finish(
@@ -1899,6 +1964,8 @@ def _finish(
             "exit_status": int(status),
             "settings": vars(dd.settings),
             "verify": getattr(dd, "min_jaccard", None),
+            "crowd": getattr(dd, "crowd", None),
+            "unindexed": dd.index.unindexed,
         }
         if session is not None:
             record["index"] = {
@@ -2038,6 +2105,7 @@ def main() -> None:
 @click.option("--drop-empty", is_flag=True, help="Leave empty documents out of --unique.")
 @index_options
 @verify_option
+@crowd_option
 @jobs_option
 @message_options
 def scan(paths: tuple[str, ...], **kw: Any) -> None:
@@ -2059,7 +2127,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
     if kw["drop_empty"] and kw["unique"] is None:
         raise click.UsageError("--drop-empty leaves empty documents out of --unique, and none is given")
     messages = Messages(kw["quiet"], kw["verbose"])
-    dd = deduplicator(settings, _verify(kw))
+    dd = _deduplicator(settings, kw)
     _warn_if_wide(settings, messages)
     index_path = kw["index_path"]
     _refuse_index_in_inputs(sources, index_path, read_options)
@@ -2115,6 +2183,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
 @click.option("--drop-empty", is_flag=True, help="Leave empty documents out.")
 @index_options
 @verify_option
+@crowd_option
 @jobs_option
 @message_options
 def filter_(source: str | None, **kw: Any) -> None:
@@ -2134,7 +2203,7 @@ def filter_(source: str | None, **kw: Any) -> None:
     sources = _sources((source,) if source else ())
     settings, read_options = _settings(kw), _read_options(kw, sources)
     messages = Messages(kw["quiet"], kw["verbose"])
-    dd = deduplicator(settings, _verify(kw))
+    dd = _deduplicator(settings, kw)
     _warn_if_wide(settings, messages)
     index_path = kw["index_path"]
     _refuse_index_in_inputs(sources, index_path, read_options)

@@ -64,6 +64,16 @@ class Decision(NamedTuple):
     distance: int | None = None
 
 
+def _indexed_flags(indexed: np.ndarray | None, n: int) -> np.ndarray | None:
+    """extend's `indexed`, checked: a bool per row, or None (every row indexed)."""
+    if indexed is None:
+        return None
+    flags = np.asarray(indexed)
+    if flags.dtype != bool or flags.shape != (n,):
+        raise ValueError(f"{n} rows but indexed flags of {flags.dtype}, shape {flags.shape}: a bool a row")
+    return flags
+
+
 def _as_fingerprint_array(fps: np.ndarray | Iterable[int], bits: int) -> np.ndarray:
     if isinstance(fps, np.ndarray):
         return fps
@@ -195,22 +205,27 @@ class Deduplicator:
         self._busy = threading.RLock()
 
     @_one_thread
-    def extend(self, fps: np.ndarray | Iterable[int], ids: Ids | Iterable[str]) -> None:
+    def extend(
+        self, fps: np.ndarray | Iterable[int], ids: Ids | Iterable[str], indexed: np.ndarray | None = None
+    ) -> None:
         """Preload kept documents (e.g. from a stored index): they get the next rows.
 
         `fps` as BlockIndex.fingerprint_array() gives them, or any iterable of ints. An
         Ids given to an empty Deduplicator is taken over, not copied (it may hold
-        gigabytes): it then grows with the rows kept later."""
+        gigabytes): it then grows with the rows kept later. `indexed` (a bool per row,
+        default all True): False stores the row unindexed (BlockIndex.add_many), as a
+        VerifyingDeduplicator left it (BlockIndex.unindexed_array)."""
         if isinstance(ids, (str, bytes)):
             raise TypeError("ids are a collection of str, not one str")
         fps = _as_fingerprint_array(fps, self.settings.bits)
+        indexed = _indexed_flags(indexed, len(fps))
         if not isinstance(ids, Ids):
             packed = Ids()
             packed.extend(ids)
             ids = packed
         if len(fps) != len(ids):
             raise ValueError(f"{len(fps)} fingerprints but {len(ids)} ids")
-        self.index.add_many(fps)
+        self.index.add_many(fps, indexed)
         if len(self.ids):
             self.ids.extend(ids)
         else:
@@ -367,14 +382,22 @@ def crowded_batch(pairs: int, documents: int) -> bool:
 
 
 def split_batch(
-    dd: Deduplicator, docs: Sequence[Document], fps: Sequence[int | None], given: tuple[Any, ...]
+    dd: Deduplicator,
+    docs: Sequence[Document],
+    fps: Sequence[int | None],
+    given: tuple[Any, ...],
+    ends: Sequence[int] | None = None,
 ) -> list[Decision]:
-    """_decide_batch of a crowded batch (crowded_batch): its first half, then its second."""
-    half = len(docs) // 2
-    parts = (list(range(half)), list(range(half, len(docs))))
+    """_decide_batch of a crowded batch (crowded_batch): its first half, then its
+    second; or pieces of it, docs[:ends[0]], docs[ends[0]:ends[1]], ... (ends[-1]: all)."""
+    if ends is None:
+        ends = [len(docs) // 2, len(docs)]
     decisions: list[Decision] = []
-    for rows in parts:
+    start = 0
+    for end in ends:
+        rows = list(range(start, end))
         decisions += dd._decide_batch([docs[i] for i in rows], [fps[i] for i in rows], *dd._take(given, rows))
+        start = end
     return decisions
 
 

@@ -310,9 +310,12 @@ class _Run:
     its buckets of COPIED_BUCKET rows or more in bucket order (`hot`, see
     compiled.hot_copies): where common words crowd a large index, a query's candidates are
     nearly all in such buckets, and reading them in order searches twice as fast as
-    gathering them by row (8M rows)."""
+    gathering them by row (8M rows).
 
-    __slots__ = ("start", "end", "p", "order", "offsets", "hot")
+    Rows that `skip` marks (BlockIndex.add_many's unindexed ones) are in no table:
+    `size` rows are, of the end - start it spans."""
+
+    __slots__ = ("start", "end", "size", "p", "order", "offsets", "hot")
 
     def __init__(
         self,
@@ -322,9 +325,13 @@ class _Run:
         end: int,
         sparse: bool = False,
         compiled: bool = False,
+        skip: np.ndarray | None = None,
     ) -> None:
-        size = end - start
-        self.start, self.end = start, end
+        # The local numbers of the rows in the tables: all of them, or those not skipped.
+        local = None if skip is None or not skip.any() else np.flatnonzero(~skip).astype(np.uint32)
+        size = end - start if local is None else len(local)
+        self.start, self.end, self.size = start, end, size
+        fps = words[start:end] if local is None else words[start:end][local]
         # Big runs hold most rows: ~4-8 rows a bucket keeps their offsets under a byte a
         # row per table. A run of under a sixteenth of the rows gets ~1-2 rows a bucket
         # (2-4 bytes a row per table, under ~4 bytes a stored row in all), so a query
@@ -337,8 +344,8 @@ class _Run:
         self.order = np.empty(tables * size, dtype=np.uint32)
         self.offsets = np.empty((tables, n_buckets + 1), dtype=np.uint32)
         if not compiled:
-            values = layout.block_values(words[start:end])
-            local = np.arange(size, dtype=np.uint64)
+            values = layout.block_values(fps)
+            numbers = np.arange(size, dtype=np.uint64) if local is None else local.astype(np.uint64)
             bucket_starts = np.arange(n_buckets + 1, dtype=np.uint64) << np.uint64(32)
 
         def build(t: int) -> None:
@@ -347,18 +354,18 @@ class _Run:
 
                 self.offsets[t] = 0
                 starts, masks = layout.compiled_keys[t]
-                build_table(
-                    table_buckets(words[start:end, 0], starts, masks, _MIX_WORDS, self.p),
-                    self.order[t * size : (t + 1) * size],
-                    self.offsets[t],
-                )
+                table = self.order[t * size : (t + 1) * size]
+                buckets = table_buckets(fps[:, 0], starts, masks, _MIX_WORDS, self.p)
+                build_table(buckets, table, self.offsets[t])
+                if local is not None:  # positions among the rows in the tables -> local rows
+                    table[:] = local[table]
                 return
             if self.p:
                 packed = layout.key_hash(values, t) >> np.uint64(64 - self.p)
             else:
                 packed = np.zeros(size, np.uint64)
             packed <<= np.uint64(32)
-            packed |= local
+            packed |= numbers
             packed.sort()
             self.order[t * size : (t + 1) * size] = packed.astype(np.uint32)  # the low 32 bits
             self.offsets[t] = np.searchsorted(packed, bucket_starts)
@@ -423,7 +430,7 @@ class _Run:
         total = int(counts.sum())
         if total == 0:
             return _EMPTY
-        lo += np.repeat(np.arange(tables) * len(self), m)  # into the flat order array
+        lo += np.repeat(np.arange(tables) * self.size, m)  # into the flat order array
         ends = np.cumsum(counts)
         pos = np.arange(total) + np.repeat(lo - (ends - counts), counts)
         rows = self.order[pos].astype(np.int64)
@@ -433,7 +440,7 @@ class _Run:
         hit = np.flatnonzero(d <= k)
         q, rows, d, pos = q[hit], rows[hit], d[hit], pos[hit]
         # A pair agreeing on several keys is found by several tables; keep the first's.
-        table = pos // len(self)
+        table = pos // self.size
         first = layout.first_tables[layout.agreeing_blocks(words[rows], queries[q])]
         table[(table < part.start) | (table >= part.stop)] = -2  # never a first table
         once = np.flatnonzero(table == first)
@@ -448,7 +455,7 @@ class _Run:
         Small buckets go through one vectorized pass over all their pairs; a hot bucket
         (common words) is compared as a dense matrix, which costs a few nanoseconds a pair
         instead of a gather per pair. `compiled`: by compiled.table_pairs (64-bit only)."""
-        size = len(self)
+        size = self.size
         if compiled:
             from .compiled import table_pairs
 
@@ -488,12 +495,14 @@ class _Run:
         once = np.flatnonzero(layout.first_tables[layout.agreeing_blocks(words[i], words[j])] == t)
         return i[once], j[once], d[once].astype(np.int64)
 
-    def check(self, layout: Layout, words: np.ndarray) -> None:
-        size = len(self)
+    def check(self, layout: Layout, words: np.ndarray, skip: np.ndarray | None) -> None:
+        size = self.size
+        rows = np.arange(len(self)) if skip is None else np.flatnonzero(~skip[self.start : self.end])
+        assert len(rows) == size, "the rows in the tables are those not skipped"
         buckets = _bucket_of(layout.key_hashes(words[self.start : self.end]), self.p)
         for t in range(len(layout.keys)):
             order = self.order[t * size : (t + 1) * size]
-            assert np.array_equal(np.sort(order), np.arange(size)), "a row missing or doubled"
+            assert np.array_equal(np.sort(order), rows), "a row missing or doubled"
             counts = np.diff(self.offsets[t].astype(np.int64))
             assert counts.min(initial=0) >= 0 and self.offsets[t, -1] == size
             owner = np.repeat(np.arange(len(counts)), counts)
@@ -518,6 +527,8 @@ class IndexStats:
     nbytes: int
     #: Recent rows in no run yet, each compared with every query (BUFFER_ROWS at most).
     buffered: int = 0
+    #: Rows stored unindexed (BlockIndex.add_many's `indexed`), which no search finds.
+    unindexed: int = 0
 
 
 class BlockIndex:
@@ -544,6 +555,10 @@ class BlockIndex:
     8 bytes (64-bit) plus ~4.5 bytes per table (~53 bytes at distance 3), and in
     compiled runs 8 bytes per table for each row in a bucket of COPIED_BUCKET rows or
     more (none on random fingerprints; about half the rows of 8M crowded English ones).
+
+    A row can be stored unindexed (add_many's `indexed`): it keeps its number and its
+    fingerprint, and no search finds it. verify.py leaves out of the tables the kept
+    documents that a crowd of indexed ones is near already (VerifyingDeduplicator).
     """
 
     def __init__(
@@ -565,6 +580,8 @@ class BlockIndex:
         self._words = np.empty((max(16, buffer_rows), bits // 64), dtype=np.uint64)
         self._n = 0
         self._runs: list[_Run] = []
+        # Row r is in no table where _skip[r]; None while every row is indexed.
+        self._skip: np.ndarray | None = None
 
     @classmethod
     def from_fingerprints(
@@ -588,6 +605,17 @@ class BlockIndex:
         words = self._words[: self._n].copy()
         return words.reshape(-1) if words.shape[1] == 1 else words
 
+    def unindexed_array(self) -> np.ndarray:
+        """A bool per row, True where it is stored unindexed (add_many's `indexed`). A copy."""
+        if self._skip is None:
+            return np.zeros(self._n, bool)
+        return self._skip[: self._n].copy()
+
+    @property
+    def unindexed(self) -> int:
+        """How many rows are stored unindexed."""
+        return 0 if self._skip is None else int(np.count_nonzero(self._skip[: self._n]))
+
     # ------------------------------------------------------------------ adding
 
     def add(self, fp: int) -> int:
@@ -596,14 +624,27 @@ class BlockIndex:
             raise ValueError(f"fingerprint {fp:#x} does not fit in {self.bits} bits")
         return self.add_many(fingerprint_array([fp], self.bits)).start  # refuses "5", 5.0
 
-    def add_many(self, fps: np.ndarray) -> range:
-        """Store fingerprints given as fingerprint_array() returns them; returns their rows."""
+    def add_many(self, fps: np.ndarray, indexed: np.ndarray | None = None) -> range:
+        """Store fingerprints given as fingerprint_array() returns them; returns their rows.
+        Where `indexed` (a bool per fingerprint) is False, the row is stored unindexed:
+        numbered, but found by no search."""
         words = _words(fps, self.bits)
         start, end = self._n, self._n + len(words)
+        skip = None
+        if indexed is not None:
+            skip = ~np.asarray(indexed, bool)
+            if skip.shape != (len(words),):
+                raise ValueError(f"{len(words)} fingerprints but {skip.shape} flags of which are indexed")
         if end > len(self._words):
             grown = np.empty((max(end, len(self._words) * 5 // 4), self._words.shape[1]), np.uint64)
             grown[:start] = self._words[:start]
             self._words = grown
+        if self._skip is not None and len(self._skip) < len(self._words):
+            self._skip = np.concatenate([self._skip, np.zeros(len(self._words) - len(self._skip), bool)])
+        if skip is not None and skip.any() and self._skip is None:
+            self._skip = np.zeros(len(self._words), bool)
+        if self._skip is not None:
+            self._skip[start:end] = False if skip is None else skip
         self._words[start:end] = words
         self._n = end
         if end - self._buffer_start >= self._buffer_rows and not self.layout.brute_force:
@@ -624,6 +665,7 @@ class BlockIndex:
             end,
             sparse=(end - start) * 16 <= self._n,
             compiled=self.compiled,
+            skip=None if self._skip is None else self._skip[start:end],
         )
 
     @property
@@ -702,13 +744,28 @@ class BlockIndex:
         if start < self._n and self.compiled:  # the buffer: every query against every row
             from .compiled import cross_pairs
 
-            q, col, d = cross_pairs(queries[:, 0], self._words[start : self._n, 0], k)
-            yield q, col + start, d
+            yield self._indexed_only(*cross_pairs(queries[:, 0], self._words[start : self._n, 0], k), start)
         elif start < self._n:  # the same, as a matrix, some rows at a time
             step = max(1, MATRIX_CELLS // len(queries))
             for lo in range(start, self._n, step):
                 q, col, d = _matrix_pairs(queries, self._words[lo : min(lo + step, self._n)], k)
-                yield q, col + lo, d
+                yield self._indexed_only(q, col, d, lo)
+
+    def _indexed_only(
+        self, q: np.ndarray, col: np.ndarray, d: np.ndarray, start: int
+    ) -> tuple[np.ndarray, ...]:
+        """The pairs (q, start + col, d) of rows compared by brute force, those of
+        unindexed rows left out."""
+        rows = col + start
+        if self._skip is None:
+            return q, rows, d
+        found = ~self._skip[rows]
+        return q[found], rows[found], d[found]
+
+    def rows_of(self, rows: np.ndarray) -> np.ndarray:
+        """The stored fingerprints of these rows as (len(rows), bits // 64) uint64 words,
+        the high word first. A copy."""
+        return self._words[: self._n][rows]
 
     def distances_to(self, rows: np.ndarray, fps: np.ndarray) -> np.ndarray:
         """Hamming distance (int64) from stored row rows[t] to fps[t], for every t."""
@@ -720,8 +777,11 @@ class BlockIndex:
         brute force. A bound on the pairs it can find; from the bucket bounds alone."""
         queries = _words(fps, self.bits)
         if self.layout.brute_force:
-            return np.full(len(queries), self._n, np.int64)
-        counts = np.full(len(queries), self._n - self._buffer_start, np.int64)
+            return np.full(len(queries), self._n - self.unindexed, np.int64)
+        buffered = self._n - self._buffer_start
+        if self._skip is not None:
+            buffered -= int(np.count_nonzero(self._skip[self._buffer_start : self._n]))
+        counts = np.full(len(queries), buffered, np.int64)
         tables = np.arange(len(self.layout.keys))[:, None]
         for lo in range(0, len(queries) if self._runs else 0, QUERY_SLICE):  # as searched
             part = queries[lo : lo + QUERY_SLICE]
@@ -772,6 +832,7 @@ class BlockIndex:
     def stats(self) -> IndexStats:
         largest = max((int(np.diff(r.offsets, axis=1).max()) for r in self._runs), default=0)
         nbytes = self._words.nbytes  # allocated, spare room included
+        nbytes += 0 if self._skip is None else self._skip.nbytes
         nbytes += sum(r.order.nbytes + r.offsets.nbytes + r.hot[3].nbytes for r in self._runs)
         return IndexStats(
             fingerprints=self._n,
@@ -782,6 +843,7 @@ class BlockIndex:
             largest_bucket=largest,
             nbytes=nbytes,
             buffered=self._n - self._buffer_start,
+            unindexed=self.unindexed,
         )
 
     def _check(self) -> None:
@@ -790,7 +852,7 @@ class BlockIndex:
         end = 0
         for run in self._runs:
             assert run.start == end and run.end > run.start, "runs must tile the rows"
-            run.check(self.layout, self._words)
+            run.check(self.layout, self._words, self._skip)
             end = run.end
         if self.layout.brute_force:
             assert not self._runs, "a brute-force index has no tables"
@@ -798,6 +860,7 @@ class BlockIndex:
             assert self._n - end < self._buffer_rows, "the buffer should have become a run"
         if self.bits == 64:
             assert self._words.shape[1] == 1
+        assert self._skip is None or len(self._skip) >= self._n
 
 
 class _Fingerprints(Sequence[int]):

@@ -64,9 +64,10 @@ from .verify import VerifyingDeduplicator
 #: The first 8 bytes. The high byte and the CR LF catch a file mangled as text (as PNG's do).
 MAGIC = INDEX_MAGIC + b"\x1a\n"
 #: Bumped when a reader of the previous version could not read the file correctly.
-#: 2 added the verification sketches, 3 the head fingerprints; files of versions 1 and 2
-#: are still read (rows without them).
-FORMAT_VERSION = 3
+#: 2 added the verification sketches, 3 the head fingerprints, 4 the unindexed rows (a
+#: crowd's: verify.py); files of versions 1 to 3 are still read (rows without them), and
+#: a file without unindexed rows is written as version 3, which earlier simdedups read.
+FORMAT_VERSION = 4
 _PREAMBLE = struct.Struct("<8sII")
 _TRAILER = struct.Struct("<Q")
 _ALIGN = 8
@@ -74,8 +75,9 @@ _ALIGN = 8
 #: the id whose UTF-8 bytes end at id_ends[i] in id_bytes, kept by run run_rows[i];
 #: with --verify, its sketch is sketches[i] when sketched[i] is 1 (both empty when no
 #: row has one), and its head fingerprint heads[i] when headed[i] is 1 (shaped as
-#: fingerprints; both empty when no row has one). Version 1 files hold the first four,
-#: version 2 the first six.
+#: fingerprints; both empty when no row has one); it is stored unindexed (in no table of
+#: the BlockIndex: found only as an exact copy) when unindexed[i] is 1 (empty when no row
+#: is). Version 1 files hold the first four, version 2 the first six, version 3 eight.
 ARRAYS = (
     ("fingerprints", np.dtype("<u8")),
     ("id_ends", np.dtype("<u8")),
@@ -85,8 +87,9 @@ ARRAYS = (
     ("sketched", np.dtype("u1")),
     ("heads", np.dtype("<u8")),
     ("headed", np.dtype("u1")),
+    ("unindexed", np.dtype("u1")),
 )
-_ARRAYS_IN_VERSION = {1: 4, 2: 6, 3: 8}
+_ARRAYS_IN_VERSION = {1: 4, 2: 6, 3: 8, 4: 9}
 #: Reads and writes go in pieces: one read(2) or write(2) moves at most ~2 GiB on Linux.
 _CHUNK = 1 << 26
 
@@ -272,6 +275,8 @@ class StoredIndex:
     #: uint8 1 where a row has one; None when no row has one.
     heads: np.ndarray | None = None
     headed: np.ndarray | None = None
+    #: (n,) uint8 1 where a row is stored unindexed (BlockIndex.add_many); None when none is.
+    unindexed: np.ndarray | None = None
     #: Rows whose stored heads were of another kind (settings.HEAD_SPEC) and not read.
     dropped_heads: int = 0
     #: Rows whose stored sketches were of another kind (dropped_sketch) and not read.
@@ -336,6 +341,7 @@ class StoredIndex:
             sketched=pick(self.sketched),
             heads=pick(self.heads),
             headed=pick(self.headed),
+            unindexed=pick(self.unindexed),
         )
 
     def load_into(self, dd: Deduplicator) -> None:
@@ -350,13 +356,20 @@ class StoredIndex:
             )
         check_settings("the stored index", self.fingerprint, dd.settings)
         check_feature_hash(dd)
+        indexed = None if self.unindexed is None else self.unindexed == 0
         if isinstance(dd, VerifyingDeduplicator) and self.sketches is not None:
             headed = None if self.headed is None else self.headed.astype(bool)
             dd.extend(
-                self.fingerprints, self.ids(), self.sketches, self.sketched.astype(bool), self.heads, headed
-            )  # type: ignore[union-attr]
+                self.fingerprints,
+                self.ids(),
+                self.sketches,
+                self.sketched.astype(bool),  # type: ignore[union-attr]
+                self.heads,
+                headed,
+                indexed,
+            )
         else:
-            dd.extend(self.fingerprints, self.ids())
+            dd.extend(self.fingerprints, self.ids(), indexed)
 
     def _check(self) -> None:
         """Raise ValueError unless the arrays fit together (the checksum cannot tell a
@@ -394,6 +407,8 @@ class StoredIndex:
                 raise ValueError("heads without sketches")
             if self.heads.shape != self.fingerprints.shape or self.headed.shape != (n,):
                 raise ValueError(f"{n} fingerprints but heads of shape {self.heads.shape}")
+        if self.unindexed is not None and self.unindexed.shape != (n,):
+            raise ValueError(f"{n} fingerprints but {self.unindexed.shape} unindexed flags")
         self._check_records()
 
     def _check_records(self) -> None:
@@ -442,6 +457,7 @@ def _arrays(index: StoredIndex) -> list[np.ndarray]:
         "sketched": np.zeros(0, np.uint8),
         "heads": np.zeros(0, np.uint64),
         "headed": np.zeros(0, np.uint8),
+        "unindexed": np.zeros(0, np.uint8),
     }
     out = []
     for name, dtype in ARRAYS:
@@ -522,7 +538,9 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
     index._check()
     path = Path(os.path.realpath(path))
     directory = path.parent
-    arrays = _arrays(index)
+    # The oldest version that holds it all (earlier simdedups read it).
+    version = FORMAT_VERSION if index.unindexed is not None else min(FORMAT_VERSION, 3)
+    arrays = _arrays(index)[: _ARRAYS_IN_VERSION[version]]
     header = {
         "format": "simdedup index",
         "written_by": f"simdedup {_simdedup_version()}",
@@ -550,7 +568,7 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
     try:
         with open(fd, "wb", buffering=0) as f:
             digest = xxhash.xxh3_64()
-            _write_all(f, _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(header_bytes)), digest)
+            _write_all(f, _PREAMBLE.pack(MAGIC, version, len(header_bytes)), digest)
             _write_all(f, header_bytes, digest)
             for a in arrays:
                 _write_all(f, a, digest)
@@ -745,6 +763,8 @@ def read_index(path: str | os.PathLike[str]) -> StoredIndex:
             index.heads, index.headed = arrays["heads"].astype(np.uint64, copy=False), arrays["headed"]
         elif header.get("heads") and not index.dropped_sketches:
             index.dropped_heads = int(np.count_nonzero(arrays["headed"]))
+        if "unindexed" in arrays and len(arrays["unindexed"]):
+            index.unindexed = arrays["unindexed"]
         index._check()
     except (ValueError, KeyError, TypeError) as e:
         raise _corrupt(path, str(e)) from e
@@ -978,6 +998,7 @@ class IndexSession:
             sketch=SKETCH_SPEC if sketches is not None else None,
             heads=heads,
             headed=headed,
+            unindexed=dd.index.unindexed_array().astype(np.uint8) if dd.index.unindexed else None,
         )
         write_index(self.path, index)
         self.saved = len(index)
@@ -1048,6 +1069,10 @@ def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:
         )
         merged.sketched = np.concatenate(
             [p.sketched if p.sketched is not None else np.zeros(len(p), np.uint8) for p in parts]
+        )
+    if any(p.unindexed is not None for p in parts):
+        merged.unindexed = np.concatenate(
+            [p.unindexed if p.unindexed is not None else np.zeros(len(p), np.uint8) for p in parts]
         )
     if any(p.heads is not None for p in parts):
         merged.heads = np.concatenate(

@@ -19,12 +19,14 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import xxhash
 
 from .dedup import (
     Decision,
     Deduplicator,
     Ids,
     _as_fingerprint_array,
+    _indexed_flags,
     _one_thread,
     _repeated,
     candidates_of,
@@ -36,7 +38,7 @@ from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
 from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
 from .read import Document
-from .settings import HEAD_CROWD, MIN_JACCARD, Settings
+from .settings import CROWD, HEAD_CROWD, MIN_JACCARD, Settings
 from .sketch import SHINGLE, SKETCH, Sketcher, fingerprints_and_sketches
 from .sketch import shingle_hashes as _shingle_runs
 
@@ -82,6 +84,15 @@ class VerifyingDeduplicator(Deduplicator):
     boilerplate (a site's navigation): it gives no candidates and is not kept, which
     bounds the work any one head can cause.
 
+    Crowds: a document kept while `crowd` or more indexed kept documents are within the
+    distance of it (all the candidates its search met, verified or not) is stored
+    unindexed (BlockIndex.add_many): no search finds it, and a later document finds
+    it only as an exact copy, of the same fingerprint and sketch (`_copies`). That bounds
+    the candidates of text whose fingerprints coincide while its shingles do not
+    verify (rows of small numbers, one template's log lines), which were every kept
+    document, at the cost of the near copies of the documents left out. crowd=0: none
+    is left out.
+
     Memory: `sketcher.nbytes` + 1 bytes per row (257 with the default sketch), in arrays
     that double when full; for each row with a head, a second BlockIndex
     row and 8 bytes (`head_index`, `head_rows`).
@@ -97,8 +108,20 @@ class VerifyingDeduplicator(Deduplicator):
         index: BlockIndex | None = None,
         min_jaccard: float = MIN_JACCARD,
         sketcher: Sketcher = SKETCH,
+        crowd: int = CROWD,
     ) -> None:
         super().__init__(settings, hashfunc, index)
+        if isinstance(crowd, bool) or not isinstance(crowd, numbers.Integral) or crowd < 0:
+            raise ValueError(f"crowd (candidates that leave a row unindexed) is an int >= 0, not {crowd!r}")
+        self.crowd = int(crowd)
+        # The unindexed rows with a sketch, by _copy_key of their fingerprint and sketch:
+        # key -> the row (the first), and the rest of a key's rows where keys collide.
+        self._copies: dict[int, int] = {}
+        self._more_copies: dict[int, list[int]] = {}
+        # Documents searched, and the indexed kept rows within the distance they met in
+        # all: a mean in the thousands is text that crowds (the CLI's warning).
+        self.searched = 0
+        self.met = 0
         if (
             isinstance(min_jaccard, bool)
             or not isinstance(min_jaccard, numbers.Real)
@@ -183,6 +206,9 @@ class VerifyingDeduplicator(Deduplicator):
         head_rows = self._head_rows[: len(self.head_index)]
         assert np.all(head_rows[1:] > head_rows[:-1]), "head rows are in row order, once each"
         assert np.all(self._has[head_rows]), "a row with a head has a sketch"
+        filed = sorted([*self._copies.values(), *(r for rows in self._more_copies.values() for r in rows)])
+        unindexed = np.flatnonzero(self.index.unindexed_array() & self._has[: len(self.ids)])
+        assert filed == unindexed.tolist(), "the unindexed rows with a sketch are filed as copies"
 
     @_one_thread
     def extend(
@@ -193,16 +219,19 @@ class VerifyingDeduplicator(Deduplicator):
         has: np.ndarray | None = None,
         heads: np.ndarray | None = None,
         headed: np.ndarray | None = None,
+        indexed: np.ndarray | None = None,
     ) -> None:
         """Preload rows (see Deduplicator.extend) with their sketches, (rows, nbytes)
         uint8, and which of them have one (`has`, bool; default: all when sketches are
         given); and their heads (fingerprint_array form) where `headed` (bool) says they
         have one (default: all rows with a sketch). A row without a sketch is matched on
-        the fingerprint alone. Checked whole before any row is added: refused halfway,
-        the rows stayed without their sketches, and a retried task matched them on
-        fingerprints alone (a review)."""
+        the fingerprint alone. `indexed`: as Deduplicator.extend takes it; an unindexed
+        row is found as an exact copy (see the class). Checked whole before any row is
+        added: refused halfway, the rows stayed without their sketches, and a retried
+        task matched them on fingerprints alone (a review)."""
         fps = _as_fingerprint_array(fps, self.settings.bits)
         n = len(fps)
+        indexed = _indexed_flags(indexed, n)
         if heads is None and headed is not None:
             raise ValueError("head flags (headed) without the heads")
         if heads is not None and sketches is None:  # they were dropped unsaid (a review)
@@ -225,7 +254,7 @@ class VerifyingDeduplicator(Deduplicator):
                     heads if isinstance(heads, np.ndarray) else list(heads), self.settings.bits
                 )
         before = len(self.ids)
-        super().extend(fps, ids)
+        super().extend(fps, ids, indexed)
         after = len(self.ids)
         self._reserve(after)
         if sketches is None:
@@ -235,6 +264,44 @@ class VerifyingDeduplicator(Deduplicator):
         self._has[before:after] = has
         if heads is not None and headed is not None:
             self._add_heads(heads[headed], before + np.flatnonzero(headed))
+        if indexed is not None:
+            self._add_copies(before + np.flatnonzero(~indexed & has))
+
+    def _copy_key(self, words: np.ndarray, sketch: np.ndarray) -> int:
+        """What _copies files a fingerprint (one row of words) and a sketch under: the
+        same in every process (a pickled Deduplicator looks up what it filed)."""
+        return xxhash.xxh3_64_intdigest(words.tobytes() + sketch.tobytes())
+
+    def _add_copies(self, rows: np.ndarray) -> None:
+        """File these rows (unindexed, with a sketch) in _copies."""
+        words = self.index.rows_of(rows)
+        for row, fp in zip(rows.tolist(), words):
+            key = self._copy_key(fp, self._sketches[row])
+            if self._copies.setdefault(key, row) != row:
+                self._more_copies.setdefault(key, []).append(row)
+
+    def _copies_of(self, words: np.ndarray, mine: np.ndarray, has_mine: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(q, rows, ds, sims) of the unindexed rows that are exact copies of the batch's
+        documents with a sketch (words: their fingerprints' rows, fingerprint_array's
+        _words form): the first row of each copy, at distance 0 and similarity 1.0, as
+        a search would verify it."""
+        q: list[int] = []
+        rows: list[int] = []
+        if self._copies:
+            for pos in np.flatnonzero(has_mine).tolist():
+                key = self._copy_key(words[pos], mine[pos])
+                row = self._copies.get(key)
+                if row is None:
+                    continue
+                for r in (row, *self._more_copies.get(key, ())):
+                    if np.array_equal(self._sketches[r], mine[pos]) and np.array_equal(
+                        self.index.rows_of(np.array([r]))[0], words[pos]
+                    ):
+                        q.append(pos)
+                        rows.append(r)
+                        break
+        n = len(q)
+        return np.array(q, np.int64), np.array(rows, np.int64), np.zeros(n, np.int64), np.ones(n)
 
     def sketch_array(self) -> tuple[np.ndarray, np.ndarray]:
         """(sketches, has): every row's sketch, (rows, nbytes) uint8, zeros where it has
@@ -316,12 +383,17 @@ class VerifyingDeduplicator(Deduplicator):
         )
 
     def _decide_batch(
-        self, docs: Sequence[Document], fps: Sequence[int | None], *given: Any
+        self,
+        docs: Sequence[Document],
+        fps: Sequence[int | None],
+        *given: Any,
+        searched: tuple[Any, ...] | None = None,
     ) -> list[Decision]:
         """decide_many's decisions: candidates come from one search of each index and
         one of the batch against itself, and are verified together. A document with no
         candidate at all is kept, whatever the rest of the batch decides; only the few
-        with one are walked in order, in Python."""
+        with one are walked in order, in Python. `searched`: the index's search of these
+        documents, made when it held `since` rows (_search_kept)."""
         sketches, heads = given
         decisions: list[Decision] = [None] * len(docs)  # type: ignore[list-item]
         present = [i for i, fp in enumerate(fps) if fp is not None]
@@ -333,9 +405,10 @@ class VerifyingDeduplicator(Deduplicator):
             return decisions
         bits, k = self.settings.bits, self.index.distance
         fparray = fingerprint_array([fps[i] for i in present], bits)
-        first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
-        if crowded_batch(len(first), len(present)):
-            return split_batch(self, docs, fps, given)
+        if not self.crowd:
+            first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
+            if crowded_batch(len(first), len(present)):
+                return split_batch(self, docs, fps, given)
         mine, has_mine = self._batch_sketches(docs, present, sketches)
         # Once the indexes are large, the head index is searched in one thread and half
         # of the other index's tables in another, beside this one's half: most of those
@@ -344,15 +417,24 @@ class VerifyingDeduplicator(Deduplicator):
         # with the batch (a process that forks workers later has none).
         heads_of = partial(_Heads.of, self, docs, present, heads, fparray, mine, has_mine)
         with _beside() if self.index.compiled else contextlib.nullcontext() as beside:
-            later = beside.submit(heads_of) if beside is not None else None
+            # (with crowds, once the batch is known not to be decided in pieces: a crowded
+            # batch's heads are as crowded, and took hundreds of MB to pair)
+            later = beside.submit(heads_of) if beside is not None and not self.crowd else None
             # Candidates that verify: kept rows (q, rows), and earlier documents of this
             # batch (second is a candidate duplicate of first).
-            if beside is not None:
-                half = beside.submit(self._verified_kept, fparray, mine, has_mine, 1, 2)
-                found = zip(self._verified_kept(fparray, mine, has_mine, 0, 2), half.result())
-                q, rows, ds, sims = (np.concatenate(x) for x in found)
-            else:
-                q, rows, ds, sims = self._verified_kept(fparray, mine, has_mine)
+            search = self._search_kept(fparray, mine, has_mine, beside, searched)
+            q, rows, ds, sims, seen = search
+            # Exact copies among the unindexed rows, as the search verifies the indexed ones.
+            copies = self._copies_of(fparray.reshape(len(fparray), -1), mine, has_mine)
+            q, rows, ds, sims = (np.concatenate(x) for x in zip((q, rows, ds, sims), copies))
+            if self.crowd:  # the pairs in the batch, once its crowded documents are known
+                first, second, pair_ds = self._batch_pairs(fparray, mine, has_mine, seen >= self.crowd)
+                if crowded_batch(len(first), len(present)):  # in pieces that are not
+                    pieces = _quiet_cuts(first.astype(np.int32), second.astype(np.int32), 0, len(present))
+                    del first, second, pair_ds  # millions, where a batch crowds
+                    return self._decide_in_pieces(docs, fps, given, present, pieces, search)
+                later = beside.submit(heads_of) if beside is not None else None
+            near_first, near_second = first, second  # before verification: they make crowds
             pair_sims = self._similarities(mine, has_mine, second, mine, has_mine, first, pair_ds)
             ok = ~(pair_sims < self.min_jaccard)
             first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
@@ -364,10 +446,23 @@ class VerifyingDeduplicator(Deduplicator):
         walked[head.walked] = True
         kept = (~walked).tolist()
         calm = [True] * len(present)  # whether a document's head is below the crowd
+        # Whether a kept document is indexed: below the crowd (see the class). Those that
+        # may not be are walked too: the indexed rows their search met and the earlier
+        # documents near them in the batch (if all were kept and indexed) reach it.
+        indexed = [True] * len(present)
+        earlier_near: dict[int, list[int]] = {}
+        if self.crowd:
+            crowded = seen + np.bincount(near_second, minlength=len(present)) >= self.crowd
+            near = crowded[near_second]
+            for i, j in zip(near_first[near].tolist(), near_second[near].tolist()):
+                earlier_near.setdefault(j, []).append(i)
+            walk = np.flatnonzero(walked | crowded)
+        else:
+            walk = np.flatnonzero(walked)
         # The chosen candidate of each duplicate: a kept row, or base + its batch position
         # (in the same order as the row it gets: batch rows follow the kept ones, in order).
         target: dict[int, tuple[int, int]] = {}
-        if walked.any():
+        if len(walk):
             # pos -> (row, d, sim, by head): a kept row, or -1 - an earlier batch position
             candidates: dict[int, list[tuple[int, int, float, bool]]] = {}
             for pos, row, d, sim in zip(q.tolist(), rows.tolist(), ds.tolist(), sims.tolist()):
@@ -376,8 +471,9 @@ class VerifyingDeduplicator(Deduplicator):
                 candidates.setdefault(j, []).append((-1 - i, d, sim, False))
             for pos, row, d, sim in head.candidates():
                 candidates.setdefault(pos, []).append((row, d, sim, True))
-            for pos in np.flatnonzero(walked).tolist():
-                calm[pos] = head.calm(pos, kept, calm)
+            for pos in walk.tolist():
+                if walked[pos]:
+                    calm[pos] = head.calm(pos, kept, calm)
                 best: tuple[int, float, int, int] | None = None
                 for row, d, sim, by_head in candidates.get(pos, ()):
                     if by_head and not calm[pos]:
@@ -386,6 +482,8 @@ class VerifyingDeduplicator(Deduplicator):
                         i = -1 - row
                         if not kept[i] or (by_head and not calm[i]):
                             continue
+                        if not (by_head or indexed[i] or (d == 0 and sim == 1.0)):
+                            continue  # unindexed, and no exact copy
                         row = base + i
                     # unverifiable: after every verified candidate
                     key = (1, 0.0, d, row) if math.isnan(sim) else (0, -sim, d, row)
@@ -393,6 +491,9 @@ class VerifyingDeduplicator(Deduplicator):
                         best = key
                 if best is None:
                     kept[pos] = True
+                    if self.crowd and (pos in earlier_near or seen[pos] >= self.crowd):
+                        met = int(seen[pos]) + sum(kept[i] and indexed[i] for i in earlier_near.get(pos, ()))
+                        indexed[pos] = met < self.crowd
                 else:
                     target[pos] = (best[3], best[2])
         is_kept = np.array(kept, bool)
@@ -411,10 +512,102 @@ class VerifyingDeduplicator(Deduplicator):
             if row >= base:  # a document of this batch, by position
                 row = int(new_rows[row - base])
             decisions[i] = Decision(docs[i], fps[i], "duplicate", row, self.ids[row], d)
-        self.index.add_many(fparray[is_kept])
-        indexed = is_kept[head.pos] & np.array(calm, bool)[head.pos]
-        self._add_heads(head.fps[indexed], new_rows[head.pos[indexed]])
+        is_indexed = np.array(indexed, bool)[is_kept]
+        self.index.add_many(fparray[is_kept], None if is_indexed.all() else is_indexed)
+        self._add_copies(new_rows[is_kept][~is_indexed & has_mine[is_kept]])
+        heads_kept = is_kept[head.pos] & np.array(calm, bool)[head.pos]
+        self._add_heads(head.fps[heads_kept], new_rows[head.pos[heads_kept]])
         return decisions
+
+    def _search_kept(
+        self,
+        fparray: np.ndarray,
+        mine: np.ndarray,
+        has_mine: np.ndarray,
+        beside: ThreadPoolExecutor | None,
+        searched: tuple[Any, ...] | None = None,
+    ) -> tuple[Any, ...]:
+        """(q, rows, ds, sims, seen): _verified_kept's, half of it in `beside`, and how
+        many indexed kept rows each query met, verified or not (also added to `met`).
+        `searched`: the same made when the index held `since` rows, (since, q, rows, ds,
+        sims, seen): only the indexed rows added since are searched."""
+        if searched is not None:
+            since, *found, seen = searched
+            seen = seen.copy()
+            added = since + np.flatnonzero(~self.index.unindexed_array()[since:])
+            if len(added):
+                among = BlockIndex(self.settings.bits, self.index.distance)
+                among.add_many(fingerprint_array(self.index.rows_of(added), self.settings.bits))
+                q, at, ds = among.search(fparray, ordered=False)
+                more = self._verified(mine, has_mine, seen, (q, added[at], ds))
+                found = [np.concatenate(x) for x in zip(found, more)]
+            return (*found, seen)
+        seen = np.zeros(len(fparray), np.int64)
+        if beside is None:
+            found = self._verified_kept(fparray, mine, has_mine, seen=seen)
+        else:
+            seen_half = np.zeros_like(seen)
+            half = beside.submit(self._verified_kept, fparray, mine, has_mine, 1, 2, seen_half)
+            parts = zip(self._verified_kept(fparray, mine, has_mine, 0, 2, seen), half.result())
+            found = tuple(np.concatenate(x) for x in parts)
+            seen += seen_half
+        self.met += int(seen.sum())
+        self.searched += len(seen)
+        return (*found, seen)
+
+    def _decide_in_pieces(
+        self,
+        docs: Sequence[Document],
+        fps: Sequence[int | None],
+        given: tuple[Any, ...],
+        present: list[int],
+        pieces: list[int],
+        search: tuple[Any, ...],
+    ) -> list[Decision]:
+        """_decide_batch of a crowded batch, in pieces that start at these positions among
+        the present documents, each with its part of the batch's search (_search_kept)."""
+        q, rows, ds, sims, seen = search
+        since = len(self.index)
+        decisions: list[Decision] = []
+        starts = [0, *(present[pos] for pos in pieces[1:])]
+        for lo, hi, start, end in zip(pieces, [*pieces[1:], len(present)], starts, [*starts[1:], len(docs)]):
+            mine = np.flatnonzero((q >= lo) & (q < hi))
+            part = (since, q[mine] - lo, rows[mine], ds[mine], sims[mine], seen[lo:hi])
+            at = list(range(start, end))
+            decisions += self._decide_batch(
+                [docs[i] for i in at], [fps[i] for i in at], *self._take(given, at), searched=part
+            )
+        return decisions
+
+    def _batch_pairs(
+        self, fparray: np.ndarray, mine: np.ndarray, has_mine: np.ndarray, crowded: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """(first, second, d) of the batch (first < second, sorted by first, then
+        second) that can make `second` a duplicate of `first`, where the documents
+        `crowded` marks already meet the crowd in the index, so that kept they are
+        unindexed: the pairs within the distance whose first is not one of them, and
+        those whose first is, with `second` an exact copy of it (the same fingerprint
+        and sketch) and the earliest of its copies in the batch. Of a batch in a crowd
+        (near_pair_arrays'), those are the few: the only copy that can be kept is the
+        earliest (a later one is a duplicate of it, or of what it duplicates)."""
+        bits, k = self.settings.bits, self.index.distance
+        parts = [near_pairs_after(fparray, ~crowded, bits, k, self.index.compiled)]
+        if not crowded.any():
+            return parts[0]
+        words = fparray.reshape(len(fparray), -1)
+        earliest: dict[bytes, int] = {}
+        copies: list[tuple[int, int]] = []
+        for pos in np.flatnonzero(has_mine).tolist():
+            key = words[pos].tobytes() + mine[pos].tobytes()
+            was = earliest.setdefault(key, pos)
+            if was != pos and crowded[was]:
+                copies.append((was, pos))
+        if copies:
+            pairs = np.array(copies, np.int64)
+            parts.append((pairs[:, 0], pairs[:, 1], np.zeros(len(pairs), np.int64)))
+        first, second, ds = (np.concatenate(x) for x in zip(*parts))
+        order = np.lexsort((second, first))
+        return first[order], second[order], ds[order]
 
     @_one_thread
     def match_many(
@@ -448,12 +641,11 @@ class VerifyingDeduplicator(Deduplicator):
         mine, has_mine = self._batch_sketches(docs, present, sketches)
         fparray = fingerprint_array([fps[i] for i in present], self.settings.bits)
         q, found, ds, sims = self._verified_kept(fparray, mine, has_mine)
+        copies = self._copies_of(fparray.reshape(len(fparray), -1), mine, has_mine)
         # Kept rows by head: only calm heads' candidates, all verified (_Heads.of).
         head = _Heads.of(self, docs, present, heads, fparray, mine, has_mine, batch=False)
-        q = np.concatenate([q, head.q])
-        found = np.concatenate([found, head.rows])
-        ds = np.concatenate([ds, head.ds])
-        sims = np.concatenate([sims, head.sims])
+        by_head = (head.q, head.rows, head.ds, head.sims)
+        q, found, ds, sims = (np.concatenate(x) for x in zip((q, found, ds, sims), copies, by_head))
         unverified = np.isnan(sims)
         order = np.lexsort((found, ds, -np.nan_to_num(sims), unverified, q))
         first = order[np.r_[True, q[order][1:] != q[order][:-1]]] if len(order) else order
@@ -462,20 +654,29 @@ class VerifyingDeduplicator(Deduplicator):
         return rows, dists
 
     def _verified_kept(
-        self, fparray: np.ndarray, mine: np.ndarray, has_mine: np.ndarray, part: int = 0, parts: int = 1
+        self,
+        fparray: np.ndarray,
+        mine: np.ndarray,
+        has_mine: np.ndarray,
+        part: int = 0,
+        parts: int = 1,
+        seen: np.ndarray | None = None,
     ) -> tuple[np.ndarray, ...]:
         """(q, rows, ds, sims): the kept rows within the distance of each query that
         verify, with their distances and similarities (NaN: a side has no sketch, decided
-        on the fingerprint); of one part of the index's tables (BlockIndex.search)."""
-        keep = partial(self._verified, mine, has_mine)
+        on the fingerprint); of one part of the index's tables (BlockIndex.search).
+        `seen` (int64, a query each) counts the rows each query met, verified or not."""
+        keep = partial(self._verified, mine, has_mine, seen)
         return self.index.search(fparray, ordered=False, part=part, parts=parts, keep=keep)
 
     def _verified(
-        self, mine: np.ndarray, has_mine: np.ndarray, pairs: tuple[np.ndarray, ...]
+        self, mine: np.ndarray, has_mine: np.ndarray, seen: np.ndarray | None, pairs: tuple[np.ndarray, ...]
     ) -> tuple[np.ndarray, ...]:
         """Of one run's pairs (q, rows, ds) found for the batch, (q, rows, ds, sims) of
         those that verify (_verified_kept)."""
         q, rows, ds = pairs
+        if seen is not None and len(q):
+            seen += np.bincount(q, minlength=len(seen))
         if self.index.compiled:  # verified and filtered in one compiled loop
             q, rows, ds, sims = self.sketcher.verified_pairs(  # type: ignore[attr-defined]
                 mine, has_mine, self._sketches, self._has, pairs, self.min_jaccard
@@ -613,7 +814,8 @@ class _Heads:
         sims = dd._similarities(mine, has_mine, q, dd._sketches, dd._has, rows, ds)
         earlier: dict[int, np.ndarray] = {}
         if batch and len(pos) > 1:
-            first, second, _ = near_pair_arrays(fps, bits, k, compiled=dd.index.compiled)
+            # the pairs whose earlier head may be calm: another never counts, nor finds
+            first, second, _ = near_pairs_after(fps, crowd <= HEAD_CROWD, bits, k, dd.index.compiled)
             first, second = pos[first], pos[second]
             order = np.argsort(second, kind="stable")
             first, second = first[order], second[order]
@@ -666,6 +868,36 @@ def _beside() -> ThreadPoolExecutor:
 HEAD_THREAD = "simdedup-heads"
 
 
+def near_pairs_after(
+    fparray: np.ndarray, firsts: np.ndarray, bits: int, k: int, compiled: bool
+) -> tuple[np.ndarray, ...]:
+    """near_pair_arrays' (i, j, d), sorted, of the pairs whose i is one of `firsts` (a
+    bool a fingerprint): a batch in a crowd has few such i and many pairs without one."""
+    if firsts.all():
+        return near_pair_arrays(fparray, bits, k, compiled=compiled)
+    chosen = np.flatnonzero(firsts)
+    among = BlockIndex(bits, k)
+    among.add_many(fparray[chosen])
+    second, found, ds = among.search(fparray, ordered=False)
+    first = chosen[found]
+    later = first < second
+    first, second, ds = first[later], second[later], ds[later]
+    order = np.lexsort((second, first))
+    return first[order], second[order], ds[order]
+
+
+def _quiet_cuts(first: np.ndarray, second: np.ndarray, lo: int, hi: int) -> list[int]:
+    """Where pieces of batch positions lo..hi - 1 start, halved until the pairs (first,
+    second) inside each are not crowded_batch: a piece's own pairs are fewer still,
+    once its crowded documents are known (VerifyingDeduplicator._batch_pairs), so it is
+    decided whole, its kept rows searched once."""
+    inside = (first >= lo) & (second < hi)
+    if not crowded_batch(int(np.count_nonzero(inside)), hi - lo):
+        return [lo]
+    first, second, mid = first[inside], second[inside], (lo + hi) // 2  # the halves' pairs are among these
+    return _quiet_cuts(first, second, lo, mid) + _quiet_cuts(first, second, mid, hi)
+
+
 def _refuse_textless(docs: Sequence[Document], fps: Sequence[int | None], what: str) -> None:
     """Refuse to make `what` of a batch from texts that are not there: a document with a
     fingerprint but an empty text had it made elsewhere (a worker) and its text left out.
@@ -690,8 +922,9 @@ def _heads_of(docs: Sequence[Document], settings: Settings, hashfunc: HashFunc) 
     return heads
 
 
-def deduplicator(settings: Settings, verify: float | None = None) -> Deduplicator:
-    """A Deduplicator, verifying candidates at Jaccard >= `verify` when it is given."""
+def deduplicator(settings: Settings, verify: float | None = None, crowd: int = CROWD) -> Deduplicator:
+    """A Deduplicator, verifying candidates at Jaccard >= `verify` when it is given
+    (and leaving crowds unindexed: VerifyingDeduplicator's `crowd`)."""
     if verify is None:
         return Deduplicator(settings)
-    return VerifyingDeduplicator(settings, min_jaccard=verify)
+    return VerifyingDeduplicator(settings, min_jaccard=verify, crowd=crowd)

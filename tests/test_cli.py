@@ -1296,3 +1296,38 @@ def test_features_field_fingerprints_given_weights_as_they_are(tmp_path: Path) -
         result.exit_code == 3
         and f"{f}:2: error: 'features': not an object of feature -> number" in result.stderr
     )
+
+
+def test_text_whose_documents_crowd_is_warned_about_once_and_crowd_bounds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows of small numbers: every row meets every kept one (their fingerprints
+    coincide, their shingles differ), and the work grows with the square of the input. A
+    run says so, once, and names --crowd; with --crowd, the rows past the crowd are left
+    out of the index, and the warning is not given."""
+    monkeypatch.setattr(cli_module, "CROWDED_AFTER", 1000)
+    monkeypatch.setattr(cli_module, "CROWDED_MEAN", 100)
+    rng = np.random.default_rng(3)
+    rows = [
+        ",".join(map(str, rng.choice([0, 0, 0, 0, 1, 2, 3, *rng.integers(0, 99999, 1)], 40)))
+        for _ in range(2500)
+    ]
+    crowded = tmp_path / "rows.csv"
+    crowded.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    plain = run("filter", str(crowded))
+    assert plain.exit_code == 0 and plain.stdout.count("\n") == len(set(rows))
+    assert plain.stderr.count("warning") == 1 and "--crowd 1024 bounds it" in plain.stderr
+    bounded = run("filter", "--crowd", "64", "-v", str(crowded))
+    assert bounded.exit_code == 0 and "warning" not in bounded.stderr
+    unindexed = re.search(r"crowds \(--crowd 64\): ([\d,]+) kept documents are unindexed", bounded.stderr)
+    assert unindexed and 1500 < int(unindexed[1].replace(",", "")) < 2500
+    english = tmp_path / "english.txt"
+    english.write_text(
+        "\n".join(f"{EN} {i} {EN_OTHER} {i * 7}" for i in range(2500)) + "\n", encoding="utf-8"
+    )
+    assert "warning" not in run("filter", str(english)).stderr
+    refused = run("scan", "--crowd", "64", "--no-verify", str(crowded))
+    assert (
+        refused.exit_code == 2
+        and "--crowd bounds the kept documents that verification compares" in refused.stderr
+    )

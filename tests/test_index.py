@@ -61,6 +61,42 @@ def test_index_finds_exactly_the_brute_force_pairs_in_clustered_data(
     index._check()
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    fps=clustered(),
+    k=st.integers(0, 9),
+    buffer=st.sampled_from([1, 2, 5, 1024]),
+    bits=st.sampled_from([64, 128]),
+    flags=st.randoms(use_true_random=False),
+)
+def test_unindexed_rows_are_numbered_and_never_found(
+    fps: list[int], k: int, buffer: int, bits: int, flags: random.Random
+) -> None:
+    """Rows stored unindexed (a crowd's: verify.py) keep their numbers and fingerprints;
+    a search finds exactly the brute-force pairs among the indexed rows, wherever the
+    rows sit (buffer, runs, merged runs), and counts no more candidates than it meets."""
+    fps = [fp << 64 | fp if bits == 128 else fp for fp in fps]
+    indexed = [flags.random() < 0.6 for _ in fps]
+    index = BlockIndex(bits, k, buffer_rows=buffer)
+    for lo in range(0, len(fps), 7):
+        index.add_many(fingerprint_array(fps[lo : lo + 7], bits), np.array(indexed[lo : lo + 7], bool))
+    index._check()
+    assert fingerprint_ints(index.fingerprint_array()) == fps
+    assert index.unindexed_array().tolist() == [not on for on in indexed]
+    assert index.unindexed == indexed.count(False) == index.stats().unindexed
+    queries = fps[::3] + [fp ^ 1 for fp in fps[1::3]]
+    q, rows, d = index.search(fingerprint_array(queries, bits))
+    expected = sorted(
+        (a, r, dist)
+        for a, query in enumerate(queries)
+        for r, fp in enumerate(fps)
+        if indexed[r] and (dist := (query ^ fp).bit_count()) <= k
+    )
+    assert sorted(zip(q.tolist(), rows.tolist(), d.tolist())) == expected
+    met = np.bincount(q, minlength=len(queries)) if len(q) else np.zeros(len(queries), np.int64)
+    assert np.all(index.candidates(fingerprint_array(queries, bits)) >= met)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     stored=clustered(),

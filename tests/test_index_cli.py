@@ -165,6 +165,50 @@ def test_heads_of_an_older_kind_are_named_and_not_used(
     assert "older simdedup" not in run("scan", str(day2), "--index", str(path)).stderr
 
 
+def _number_rows(n: int, seed: int) -> list[str]:
+    """Rows of 40 small numbers: their fingerprints coincide (tf weights of 0-3 set every
+    bit) while their shingles do not verify: each is kept, and all crowd."""
+    rng = random.Random(seed)
+    return [
+        ",".join(str(rng.choice([0, 0, 0, 0, 1, 2, 3, rng.randint(0, 99999)])) for _ in range(40))
+        for _ in range(n)
+    ]
+
+
+def test_crowd_leaves_rows_out_of_the_index_and_later_runs_find_their_exact_copies(tmp_path: Path) -> None:
+    """--crowd 8: the rows kept while 8 near ones are indexed are stored unindexed; a later
+    day (without --crowd) keeps them so, and finds their exact copies, not their near ones."""
+    rows = _number_rows(300, 1)
+    day1, day2, index = tmp_path / "day1.csv", tmp_path / "day2.csv", tmp_path / "seen.sdx"
+    day1.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    normalized = rows[250].replace(",", ";", 1)  # the same words: an exact copy once normalized
+    edited = rows[250].rsplit(",", 1)[0] + ",77777"  # a near copy: Jaccard 37/39
+    lines = [rows[250], rows[3], normalized, edited, *_number_rows(20, 2)]
+    day2.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    first = run(
+        "scan", str(day1), "--index", str(index), "--crowd", "8", "--summary-json", "-", "--format", "tsv"
+    )
+    assert first.exit_code == 0, first.stderr
+    summary = json.loads(first.stdout[first.stdout.index("{") :])
+    stored = read_index(index)
+    assert stored.unindexed is not None and summary["crowd"] == 8
+    assert 250 < summary["unindexed"] == int(stored.unindexed.sum()) < 300
+    assert stored.unindexed[250] == 1 and stored.unindexed[3] == 0
+    query = run("index", "query", str(index), str(day2), "--format", "jsonl")
+    statuses = [json.loads(line)["status"] for line in query.stdout.splitlines()[:4]]
+    assert statuses == ["duplicate", "duplicate", "duplicate", "new"]  # as scan finds them, below
+    dups = tmp_path / "dups.tsv"
+    second = run("scan", str(day2), "--index", str(index), "--duplicates", str(dups), "-v")
+    assert second.exit_code == 0, second.stderr
+    found = {r["id"]: r["duplicate_of"] for r in tsv(dups.read_text(encoding="utf-8"))}
+    assert found == {f"{day2}:1": f"{day1}:251", f"{day2}:2": f"{day1}:4", f"{day2}:3": f"{day1}:251"}
+    assert "kept documents are unindexed, found only as exact copies" in second.stderr
+    both = tmp_path / "both.csv"
+    both.write_text(f"{rows[250]}\n{edited}\n", encoding="utf-8")
+    assert "1 duplicate" in run("scan", str(both)).stderr  # the near copy, where nothing crowds
+    assert read_index(index).unindexed[:300].tolist() == stored.unindexed.tolist()  # type: ignore[union-attr]
+
+
 def test_duplicates_within_one_run_name_that_run(index: Path, tmp_path: Path) -> None:
     new = texts(1, seed=3)[0]
     lines = write_lines(tmp_path / "day2.txt", [new, new.upper()])

@@ -233,6 +233,43 @@ def test_sketches_and_heads_survive_a_run_without_verification_and_merge(tmp_pat
     assert headed.tolist() == [True, False, False, False] and heads[0] == stored.heads[0]
 
 
+def test_unindexed_rows_stay_unindexed_through_saves_runs_without_verification_and_merges(
+    tmp_path: Path,
+) -> None:
+    """A crowd's rows (verify.py) are stored unindexed: a later run must not index them
+    (its documents would meet the whole crowd again), and still find their exact copies."""
+    texts = [f"w{i} x{i} y{i} z{i} v{i} u{i}" for i in range(5)]  # none verifies another
+    path = tmp_path / "x.sdx"
+    with IndexSession(path, Settings(), run_name="day 1") as session:
+        dd = VerifyingDeduplicator(Settings(), crowd=2)
+        session.preload(dd)
+        got = dd.decide_many([Document(t, t, b"") for t in texts], [7] * 5)  # one fingerprint
+        assert [d.status for d in got] == ["unique"] * 5
+        stored = session.save(dd)
+    assert read_header(path)[0]["format_version"] == FORMAT_VERSION == 4
+    assert stored.unindexed is not None and stored.unindexed.tolist() == [0, 0, 1, 1, 1]
+    assert read_index(path).unindexed.tolist() == [0, 0, 1, 1, 1]  # type: ignore[union-attr]
+    with IndexSession(path, Settings(), run_name="day 2, unverified") as session:
+        plain = Deduplicator(Settings())
+        session.preload(plain)
+        assert plain.index.unindexed_array().tolist() == [False, False, True, True, True]
+        assert [d.row for d in plain.decide_many([Document("n", "new", b"")], [7])] == [0]
+        session.save(plain)
+    with IndexSession(path, Settings(), run_name="day 3") as session:
+        again = VerifyingDeduplicator(Settings(), crowd=2)
+        session.preload(again)
+        later = [Document("c", texts[3], b""), Document("o", "other words", b"")]
+        copy, other = again.decide_many(later, [7, 7])
+        assert (copy.status, copy.row, copy.distance) == ("duplicate", 3, 0)  # an exact copy of row 3
+        assert (other.status, other.row) == ("unique", 5)
+        session.save(again)
+    back = read_index(path)
+    assert back.unindexed is not None and back.unindexed.tolist() == [0, 0, 1, 1, 1, 1]
+    merged = merge_indexes([("a", make_index([1], ["first"], [0])), ("x", back)])
+    assert merged.unindexed is not None and merged.unindexed.tolist() == [0, 0, 0, 1, 1, 1, 1]
+    assert back.without_runs(back.runs[:1]).unindexed.tolist() == [1]  # type: ignore[union-attr]
+
+
 def test_an_empty_index_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "empty.sdx"
     write_index(path, empty_index(Settings(bits=128)))
@@ -243,7 +280,7 @@ def test_an_empty_index_round_trips(tmp_path: Path) -> None:
 def test_the_file_is_magic_version_json_header_arrays_and_a_checksum(small: Path) -> None:
     data = small.read_bytes()
     magic, version, header_len = struct.unpack("<8sII", data[:16])
-    assert (magic, version) == (MAGIC, FORMAT_VERSION)
+    assert (magic, version) == (MAGIC, 3)  # no row unindexed: the version earlier simdedups read
     header = json.loads(data[16 : 16 + header_len])
     assert header["count"] == 3
     assert [a["name"] for a in header["arrays"]] == [

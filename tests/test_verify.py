@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pickle
 import random
 import sys
 from pathlib import Path
@@ -284,13 +285,16 @@ def one_at_a_time(
     HEAD_CROWD kept heads are (a head candidate must verify). Verified candidates first,
     the most similar, then the nearest, then the earliest; unverifiable ones (no sketch
     on a side) after them. A kept document's head is kept if it was within the crowd.
-    Decides without changing `dd`."""
+    Crowds (dd.crowd): a kept document is indexed while fewer than dd.crowd indexed kept
+    rows are within the distance; an unindexed row is a candidate by fingerprint only to
+    its exact copies (distance 0, the same sketch). Decides without changing `dd`."""
     k = dd.index.distance
     kept_fps = [int(x) for x in dd.index.fingerprint_array().view("<u8").ravel()]
     kept_ids = list(dd.ids)
     kept_sketches, kept_has = (list(a) for a in dd.sketch_array())
     heads, headed = dd.head_array()
     kept_heads: list[int | None] = [int(h) if on else None for h, on in zip(heads.tolist(), headed.tolist())]
+    kept_indexed = (~dd.index.unindexed_array()).tolist()
     out: list[tuple[str, int | None, str | None, int | None]] = []
     for doc, fp, sketch in zip(docs, fps, sketches):
         if fp is None:
@@ -308,7 +312,9 @@ def one_at_a_time(
         for row, (other, other_sketch, other_has) in enumerate(zip(kept_fps, kept_sketches, kept_has)):
             d = (fp ^ other).bit_count()
             by_head = calm and row in near_heads
-            if d > k and not by_head:
+            copy = d == 0 and has and other_has and np.array_equal(sketch, other_sketch)
+            near = d <= k and (kept_indexed[row] or copy)
+            if not near and not by_head:
                 continue
             if has and other_has:
                 sim = float(dd.sketcher.similarity(sketch[None], other_sketch[None])[0])
@@ -317,7 +323,7 @@ def one_at_a_time(
                 ):
                     continue
                 key = (0, -sim, d, row)
-            elif d > k:
+            elif not near:
                 continue  # a head candidate must verify
             else:
                 key = (1, 0.0, d, row)
@@ -326,6 +332,8 @@ def one_at_a_time(
             out.append(("duplicate", best[3], kept_ids[best[3]], best[2]))
             continue
         out.append(("unique", len(kept_fps), None, None))
+        crowd = sum((fp ^ other).bit_count() <= k for other, on in zip(kept_fps, kept_indexed) if on)
+        kept_indexed.append(not dd.crowd or crowd < dd.crowd)
         kept_fps.append(fp)
         kept_ids.append(doc.id)
         kept_sketches.append(sketch if has else np.zeros_like(sketch))
@@ -545,23 +553,108 @@ def test_seeded_batches_of_copies_decide_as_the_brute_force_definition(
     assert sum(status == "unique" for status, *_ in expected) < len(pool) < len(texts) // 10
 
 
-@pytest.mark.parametrize("verify", [True, False])
+@pytest.mark.parametrize(("seed", "compiled"), [(41, False), (42, True)])
+def test_seeded_crowds_decide_as_the_brute_force_definition(
+    seed: int, compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines of few distinct words (their fingerprints crowd, their shingles do not
+    verify), exact repeats and near copies (one word changed) of earlier ones, after
+    preloaded rows of which some are unindexed: with a crowd of 4, in batches of any
+    size (a large one is crowded, and decided in pieces), the definition's decisions."""
+    if compiled:
+        monkeypatch.setattr(index_module, "COMPILED_ROWS", 0)
+    rng = random.Random(seed)
+    vocabulary = ["0", "1", "2", "3", "x", "y"]
+    texts: list[str] = []
+    for _ in range(500):
+        roll = rng.random()
+        if texts and roll < 0.15:
+            texts.append(rng.choice(texts))
+        elif texts and roll < 0.3:
+            words = rng.choice(texts).split()
+            words[rng.randrange(len(words))] = "edit"
+            texts.append(" ".join(words))
+        else:
+            texts.append(" ".join(rng.choice(vocabulary) for _ in range(40)))
+    settings = Settings()
+    batch = docs(*texts)
+    fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
+    sketches = text_sketches(texts)
+    runs = []
+    for size in (1, 37, 500):
+        dd = VerifyingDeduplicator(settings, crowd=4)
+        dd.extend(fps[:12], [f"p{i}" for i in range(12)], sketches[:12], indexed=np.arange(12) % 3 == 0)
+        expected = one_at_a_time(dd, batch, fps, sketches)
+        got = []
+        for lo in range(0, len(batch), size):
+            got += dd.decide_many(batch[lo : lo + size], fps[lo : lo + size], sketches[lo : lo + size])
+        assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+        dd._check()
+        runs.append(dd.index.unindexed_array())
+    unindexed = runs[0]
+    assert all(np.array_equal(unindexed, other) for other in runs)
+    assert 100 < np.count_nonzero(unindexed) < len(unindexed) - 4
+    by_copy = [row for status, row, _, d in expected if status == "duplicate" and unindexed[row]]
+    assert by_copy and len(by_copy) < sum(status == "duplicate" for status, *_ in expected)
+
+
+@pytest.mark.parametrize("size", [1, 2, 8])
+def test_a_document_left_unindexed_in_its_batch_is_found_by_its_exact_copies_only(size: int) -> None:
+    """With a crowd of 2 (one fingerprint for all; texts that do not verify each other):
+    the third kept document is unindexed, so its near copy is not its duplicate and its
+    exact copy is, whether they come in its batch or a later one."""
+    line = [f"w{i}" for i in range(30)]
+    texts = [" ".join(line[::-1]), " ".join(line[::2] + line[1::2]), " ".join(line)]
+    near = " ".join([*line[:-1], "edit"])  # verifies with texts[2] (Jaccard ~0.87)
+    batch = docs(*texts, near, texts[2], "other words")
+    fps = [7] * len(batch)
+    dd = VerifyingDeduplicator(Settings(), crowd=2)
+    expected = one_at_a_time(dd, batch, fps, text_sketches([d.text for d in batch]))
+    got = []
+    for lo in range(0, len(batch), size):
+        got += dd.decide_many(batch[lo : lo + size], fps[lo : lo + size])
+    assert [(d.status, d.row, d.distance) for d in got] == [e[:2] + e[3:] for e in expected]
+    assert [(d.status, d.row, d.distance) for d in got] == [
+        ("unique", 0, None),
+        ("unique", 1, None),
+        ("unique", 2, None),
+        ("unique", 3, None),  # texts[2]'s near copy: texts[2] is unindexed
+        ("duplicate", 2, 0),  # its exact copy
+        ("unique", 4, None),
+    ]
+    assert dd.index.unindexed_array().tolist() == [False, False, True, True, True]
+    assert VerifyingDeduplicator(Settings(), crowd=0).decide_many(batch, fps)[3].row == 2  # without crowds
+    shipped = pickle.loads(pickle.dumps(dd))  # a Dask worker's state: its copies still found
+    assert [(d.status, d.row) for d in shipped.decide_many(docs(texts[2], near), [7, 7])] == [
+        ("duplicate", 2),
+        ("duplicate", 3),
+    ]
+    shipped._check()
+
+
+@pytest.mark.parametrize(("verify", "crowd"), [(True, 0), (True, 1024), (False, 0)])
 def test_a_batch_of_templated_pages_is_decided_in_halves_as_one_at_a_time(
-    verify: bool, monkeypatch: pytest.MonkeyPatch
+    verify: bool, crowd: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pages of one template, a few words changed in each, all near each other: every
     pair within the batch was a candidate in Python, and 4,096 such pages took 35 s and
-    9 GB (a review). A batch that crowded is decided in halves, which must be the
-    definition's decisions."""
+    9 GB (a review). A batch that crowded is decided in halves (with crowds on: in
+    pieces, after one search), which must be the definition's decisions."""
     halves: list[int] = []
     split = dedup_module.split_batch
+    in_pieces = VerifyingDeduplicator._decide_in_pieces
 
     def counted(dd: Deduplicator, docs: list[Document], *rest: object) -> list[object]:
         halves.append(len(docs))
         return split(dd, docs, *rest)  # type: ignore[arg-type]
 
+    def pieces(dd: VerifyingDeduplicator, docs: list[Document], *rest: object) -> list[object]:
+        halves.append(len(docs))
+        return in_pieces(dd, docs, *rest)  # type: ignore[arg-type]
+
     monkeypatch.setattr(dedup_module, "split_batch", counted)
     monkeypatch.setattr(verify_module, "split_batch", counted)
+    monkeypatch.setattr(VerifyingDeduplicator, "_decide_in_pieces", pieces)
     rng = random.Random(31)
     settings = Settings()
     if verify:  # texts: copies of a template with 2 to 6 words changed, every 7th with 60
@@ -575,7 +668,7 @@ def test_a_batch_of_templated_pages_is_decided_in_halves_as_one_at_a_time(
             texts.append(" ".join(words))
         batch = docs(*texts)
         fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
-        dd: Deduplicator = VerifyingDeduplicator(settings)
+        dd: Deduplicator = VerifyingDeduplicator(settings, crowd=crowd)
         expected = one_at_a_time(dd, batch, fps, text_sketches(texts))  # type: ignore[arg-type]
     else:  # fingerprints within 2 bits of one, all distinct (a copy is a twin: decided apart)
         base = rng.getrandbits(64)
