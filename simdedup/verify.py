@@ -36,7 +36,7 @@ from .dedup import (
 )
 from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
-from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
+from .index import COMPILED_BRUTE_FORCE, BlockIndex, distances, fingerprint_array, near_pair_arrays
 from .read import Document
 from .settings import CROWD, HEAD_CROWD, MIN_JACCARD, Settings
 from .sketch import SHINGLE, SKETCH, Sketcher, fingerprints_and_sketches
@@ -528,7 +528,9 @@ class VerifyingDeduplicator(Deduplicator):
         searched: tuple[Any, ...] | None = None,
     ) -> tuple[Any, ...]:
         """(q, rows, ds, sims, seen): _verified_kept's, half of it in `beside`, and how
-        many indexed kept rows each query met, verified or not (also added to `met`).
+        many indexed kept rows each query met, verified or not (also added to `met`);
+        without crowds, only their total is counted (a bincount of millions of pairs a
+        batch cost 5-10% where documents crowd), and `seen` is None.
         `searched`: the same made when the index held `since` rows, (since, q, rows, ds,
         sims, seen): only the indexed rows added since are searched."""
         if searched is not None:
@@ -542,7 +544,7 @@ class VerifyingDeduplicator(Deduplicator):
                 more = self._verified(mine, has_mine, seen, (q, added[at], ds))
                 found = [np.concatenate(x) for x in zip(found, more)]
             return (*found, seen)
-        seen = np.zeros(len(fparray), np.int64)
+        seen = np.zeros(len(fparray) if self.crowd else 1, np.int64)
         if beside is None:
             found = self._verified_kept(fparray, mine, has_mine, seen=seen)
         else:
@@ -552,8 +554,8 @@ class VerifyingDeduplicator(Deduplicator):
             found = tuple(np.concatenate(x) for x in parts)
             seen += seen_half
         self.met += int(seen.sum())
-        self.searched += len(seen)
-        return (*found, seen)
+        self.searched += len(fparray)
+        return (*found, seen if self.crowd else None)
 
     def _decide_in_pieces(
         self,
@@ -665,7 +667,7 @@ class VerifyingDeduplicator(Deduplicator):
         """(q, rows, ds, sims): the kept rows within the distance of each query that
         verify, with their distances and similarities (NaN: a side has no sketch, decided
         on the fingerprint); of one part of the index's tables (BlockIndex.search).
-        `seen` (int64, a query each) counts the rows each query met, verified or not."""
+        `seen` (int64, a query each) counts the rows each query met, verified or not (one: their total)."""
         keep = partial(self._verified, mine, has_mine, seen)
         return self.index.search(fparray, ordered=False, part=part, parts=parts, keep=keep)
 
@@ -676,7 +678,10 @@ class VerifyingDeduplicator(Deduplicator):
         those that verify (_verified_kept)."""
         q, rows, ds = pairs
         if seen is not None and len(q):
-            seen += np.bincount(q, minlength=len(seen))
+            if len(seen) == 1:  # their total alone (_search_kept)
+                seen += len(q)
+            else:
+                seen += np.bincount(q, minlength=len(seen))
         if self.index.compiled:  # verified and filtered in one compiled loop
             q, rows, ds, sims = self.sketcher.verified_pairs(  # type: ignore[attr-defined]
                 mine, has_mine, self._sketches, self._has, pairs, self.min_jaccard
@@ -876,9 +881,14 @@ def near_pairs_after(
     if firsts.all():
         return near_pair_arrays(fparray, bits, k, compiled=compiled)
     chosen = np.flatnonzero(firsts)
-    among = BlockIndex(bits, k)
-    among.add_many(fparray[chosen])
-    second, found, ds = among.search(fparray, ordered=False)
+    if compiled and bits == 64 and len(fparray) <= COMPILED_BRUTE_FORCE:  # as near_pair_arrays compares
+        from .compiled import cross_pairs
+
+        second, found, ds = cross_pairs(fparray, fparray[chosen], k)
+    else:
+        among = BlockIndex(bits, k)
+        among.add_many(fparray[chosen])
+        second, found, ds = among.search(fparray, ordered=False)
     first = chosen[found]
     later = first < second
     first, second, ds = first[later], second[later], ds[later]
