@@ -2841,6 +2841,7 @@ def index_info(path: str, as_json: bool, top: int) -> None:
         "sketches_of_an_alike_kind": stored.alike_sketches,
         "sketch": stored.sketch,
         "headed": 0 if stored.headed is None else int(stored.headed.sum()),
+        "unindexed": 0 if stored.unindexed is None else int(stored.unindexed.sum()),
         "runs": stored.runs,
         "layout": layout.describe(),
         "tables": [
@@ -2877,7 +2878,12 @@ def index_info(path: str, as_json: bool, top: int) -> None:
             if stored.alike_sketches
             else ""
         )
-        + f"; head fingerprints: {info['headed']:,}",
+        + f"; head fingerprints: {info['headed']:,}"
+        + (
+            f"; unindexed (--crowd, found only as exact copies): {info['unindexed']:,}"
+            if info["unindexed"]
+            else ""
+        ),
         f"created: {stored.created}",
         f"updated: {stored.updated}",
     ]

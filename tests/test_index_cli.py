@@ -203,6 +203,9 @@ def test_crowd_leaves_rows_out_of_the_index_and_later_runs_find_their_exact_copi
     found = {r["id"]: r["duplicate_of"] for r in tsv(dups.read_text(encoding="utf-8"))}
     assert found == {f"{day2}:1": f"{day1}:251", f"{day2}:2": f"{day1}:4", f"{day2}:3": f"{day1}:251"}
     assert "kept documents are unindexed, found only as exact copies" in second.stderr
+    info = run("index", "info", str(index))
+    assert f"unindexed (--crowd, found only as exact copies): {summary['unindexed']:,}" in info.stdout
+    assert json.loads(run("index", "info", str(index), "--json").stdout)["unindexed"] == summary["unindexed"]
     both = tmp_path / "both.csv"
     both.write_text(f"{rows[250]}\n{edited}\n", encoding="utf-8")
     assert "1 duplicate" in run("scan", str(both)).stderr  # the near copy, where nothing crowds
