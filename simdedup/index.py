@@ -605,11 +605,12 @@ class BlockIndex:
         words = self._words[: self._n].copy()
         return words.reshape(-1) if words.shape[1] == 1 else words
 
-    def unindexed_array(self) -> np.ndarray:
-        """A bool per row, True where it is stored unindexed (add_many's `indexed`). A copy."""
+    def unindexed_array(self, start: int = 0) -> np.ndarray:
+        """A bool per row from `start` on, True where it is stored unindexed (add_many's
+        `indexed`). A copy."""
         if self._skip is None:
-            return np.zeros(self._n, bool)
-        return self._skip[: self._n].copy()
+            return np.zeros(max(0, self._n - start), bool)
+        return self._skip[start : self._n].copy()
 
     @property
     def unindexed(self) -> int:

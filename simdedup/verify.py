@@ -536,7 +536,7 @@ class VerifyingDeduplicator(Deduplicator):
         if searched is not None:
             since, *found, seen = searched
             seen = seen.copy()
-            added = since + np.flatnonzero(~self.index.unindexed_array()[since:])
+            added = since + np.flatnonzero(~self.index.unindexed_array(since))
             if len(added):
                 among = BlockIndex(self.settings.bits, self.index.distance)
                 among.add_many(fingerprint_array(self.index.rows_of(added), self.settings.bits))

@@ -83,6 +83,7 @@ def test_unindexed_rows_are_numbered_and_never_found(
     index._check()
     assert fingerprint_ints(index.fingerprint_array()) == fps
     assert index.unindexed_array().tolist() == [not on for on in indexed]
+    assert index.unindexed_array(3).tolist() == [not on for on in indexed[3:]]
     assert index.unindexed == indexed.count(False) == index.stats().unindexed
     queries = fps[::3] + [fp ^ 1 for fp in fps[1::3]]
     q, rows, d = index.search(fingerprint_array(queries, bits))
