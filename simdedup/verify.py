@@ -543,6 +543,7 @@ class VerifyingDeduplicator(Deduplicator):
                 q, at, ds = among.search(fparray, ordered=False)
                 more = self._verified(mine, has_mine, seen, (q, added[at], ds))
                 found = [np.concatenate(x) for x in zip(found, more)]
+                self.met += len(q)
             return (*found, seen)
         seen = np.zeros(len(fparray) if self.crowd else 1, np.int64)
         if beside is None:
@@ -589,21 +590,21 @@ class VerifyingDeduplicator(Deduplicator):
         `crowded` marks already meet the crowd in the index, so that kept they are
         unindexed: the pairs within the distance whose first is not one of them, and
         those whose first is, with `second` an exact copy of it (the same fingerprint
-        and sketch) and the earliest of its copies in the batch. Of a batch in a crowd
-        (near_pair_arrays'), those are the few: the only copy that can be kept is the
-        earliest (a later one is a duplicate of it, or of what it duplicates)."""
+        and sketch). Of a batch in a crowd (near_pair_arrays'), those are the few: more
+        copies than a pair a document are decided apart, as twins (decide_many). Each
+        copy is paired with every earlier one: the earliest may be a duplicate by its
+        head alone, and a later one kept, once the head crowded (a review)."""
         bits, k = self.settings.bits, self.index.distance
         parts = [near_pairs_after(fparray, ~crowded, bits, k, self.index.compiled)]
         if not crowded.any():
             return parts[0]
         words = fparray.reshape(len(fparray), -1)
-        earliest: dict[bytes, int] = {}
+        earlier: dict[bytes, list[int]] = {}
         copies: list[tuple[int, int]] = []
-        for pos in np.flatnonzero(has_mine).tolist():
-            key = words[pos].tobytes() + mine[pos].tobytes()
-            was = earliest.setdefault(key, pos)
-            if was != pos and crowded[was]:
-                copies.append((was, pos))
+        for pos in np.flatnonzero(has_mine & crowded).tolist():  # copies share fingerprints: and crowds
+            same = earlier.setdefault(words[pos].tobytes() + mine[pos].tobytes(), [])
+            copies += [(was, pos) for was in same]
+            same.append(pos)
         if copies:
             pairs = np.array(copies, np.int64)
             parts.append((pairs[:, 0], pairs[:, 1], np.zeros(len(pairs), np.int64)))

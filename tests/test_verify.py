@@ -277,7 +277,11 @@ def bins_with_shingles(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def one_at_a_time(
-    dd: VerifyingDeduplicator, docs: list[Document], fps: list[int | None], sketches: np.ndarray
+    dd: VerifyingDeduplicator,
+    docs: list[Document],
+    fps: list[int | None],
+    sketches: np.ndarray,
+    given_heads: list[int | None] | None = None,
 ) -> list[tuple[str, int | None, str | None, int | None]]:
     """The definition decide_many must match, by brute force: each document in turn
     against every kept row (preloaded ones too). Candidates: rows within the distance,
@@ -296,12 +300,12 @@ def one_at_a_time(
     kept_heads: list[int | None] = [int(h) if on else None for h, on in zip(heads.tolist(), headed.tolist())]
     kept_indexed = (~dd.index.unindexed_array()).tolist()
     out: list[tuple[str, int | None, str | None, int | None]] = []
-    for doc, fp, sketch in zip(docs, fps, sketches):
+    for n, (doc, fp, sketch) in enumerate(zip(docs, fps, sketches)):
         if fp is None:
             out.append(("empty", None, None, None))
             continue
         has = doc.features is None
-        head = head_of(doc)
+        head = head_of(doc) if given_heads is None else given_heads[n]
         near_heads = (
             []
             if head is None
@@ -630,6 +634,41 @@ def test_a_document_left_unindexed_in_its_batch_is_found_by_its_exact_copies_onl
         ("duplicate", 3),
     ]
     shipped._check()
+
+
+def test_a_copy_is_found_in_its_batch_when_an_earlier_copy_was_a_duplicate_by_its_head(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A review: copy c of text T is a duplicate of R by its head alone; two documents
+    with that head are kept after it, so the head crowds; copy i is then kept (crowded:
+    unindexed), and copy j must be its duplicate. Paired with the earliest copy (c)
+    alone, j was kept, where one at a time it is i's duplicate."""
+    monkeypatch.setattr(verify_module, "HEAD_CROWD", 2)
+    text = " ".join(f"t{i}" for i in range(40))
+    other = " ".join(f"x{i}" for i in range(40))
+    head = 0xABCDEF0123456789
+    dd = VerifyingDeduplicator(Settings(), crowd=1)
+    dd.extend(
+        [0, 2**64 - 1],
+        ["X", "R"],
+        text_sketches([other, text]),
+        heads=[0, head],
+        headed=np.array([False, True]),
+    )
+    texts = [text, *(" ".join(f"d{j}_{i}" for i in range(40)) for j in range(2)), text, text]
+    batch = [Document(name, t, b"") for name, t in zip(["c", "d0", "d1", "i", "j"], texts)]
+    fps = [0, 0x5555 << 20, 0xAAAA << 20, 0, 0]
+    sketches, heads = text_sketches(texts), [head] * len(batch)
+    expected = one_at_a_time(dd, batch, fps, sketches, heads)
+    assert [(status, of) for status, _, of, _ in expected] == [
+        ("duplicate", "R"),
+        ("unique", None),
+        ("unique", None),
+        ("unique", None),
+        ("duplicate", "i"),
+    ]
+    got = dd.decide_many(batch, fps, sketches, heads)
+    assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
 
 
 @pytest.mark.parametrize(("verify", "crowd"), [(True, 0), (True, 1024), (False, 0)])
