@@ -742,26 +742,25 @@ class BlockIndex:
         if not buffer:
             return
         start = self._buffer_start
-        if start < self._n and self.compiled:  # the buffer: every query against every row
+        if start == self._n:
+            return
+        # The buffer (a brute-force layout's every row): every query against every
+        # indexed row; unindexed ones (a crowd's, thousands at a wide distance) are not
+        # compared at all.
+        rows = None
+        if self._skip is not None and self._skip[start : self._n].any():
+            rows = start + np.flatnonzero(~self._skip[start : self._n])
+        words = self._words[start : self._n] if rows is None else self._words[rows]
+        if self.compiled:
             from .compiled import cross_pairs
 
-            yield self._indexed_only(*cross_pairs(queries[:, 0], self._words[start : self._n, 0], k), start)
-        elif start < self._n:  # the same, as a matrix, some rows at a time
-            step = max(1, MATRIX_CELLS // len(queries))
-            for lo in range(start, self._n, step):
-                q, col, d = _matrix_pairs(queries, self._words[lo : min(lo + step, self._n)], k)
-                yield self._indexed_only(q, col, d, lo)
-
-    def _indexed_only(
-        self, q: np.ndarray, col: np.ndarray, d: np.ndarray, start: int
-    ) -> tuple[np.ndarray, ...]:
-        """The pairs (q, start + col, d) of rows compared by brute force, those of
-        unindexed rows left out."""
-        rows = col + start
-        if self._skip is None:
-            return q, rows, d
-        found = ~self._skip[rows]
-        return q[found], rows[found], d[found]
+            q, col, d = cross_pairs(queries[:, 0], words[:, 0], k)
+            yield q, (col + start if rows is None else rows[col]), d
+            return
+        step = max(1, MATRIX_CELLS // len(queries))  # as a matrix, some rows at a time
+        for lo in range(0, len(words), step):
+            q, col, d = _matrix_pairs(queries, words[lo : lo + step], k)
+            yield q, (col + start + lo if rows is None else rows[col + lo]), d
 
     def rows_of(self, rows: np.ndarray) -> np.ndarray:
         """The stored fingerprints of these rows as (len(rows), bits // 64) uint64 words,
