@@ -22,10 +22,12 @@ import numpy as np
 import xxhash
 
 from .dedup import (
+    MATCH_CANDIDATES,
     Decision,
     Deduplicator,
     Ids,
     _as_fingerprint_array,
+    _cuts,
     _indexed_flags,
     _one_thread,
     _repeated,
@@ -545,18 +547,45 @@ class VerifyingDeduplicator(Deduplicator):
                 found = [np.concatenate(x) for x in zip(found, more)]
                 self.met += len(q)
             return (*found, seen)
-        seen = np.zeros(len(fparray) if self.crowd else 1, np.int64)
-        if beside is None:
-            found = self._verified_kept(fparray, mine, has_mine, seen=seen)
-        else:
-            seen_half = np.zeros_like(seen)
-            half = beside.submit(self._verified_kept, fparray, mine, has_mine, 1, 2, seen_half)
-            parts = zip(self._verified_kept(fparray, mine, has_mine, 0, 2, seen), half.result())
-            found = tuple(np.concatenate(x) for x in parts)
-            seen += seen_half
+        if not self.crowd:
+            total = np.zeros(1, np.int64)
+            found = self._search_beside(fparray, mine, has_mine, beside, total)
+            self.met += int(total[0])
+            self.searched += len(fparray)
+            return (*found, None)
+        # With crowds a crowded batch is searched whole, before it is cut in pieces: in
+        # slices of at most MATCH_CANDIDATES candidates (BlockIndex.candidates), as
+        # match_many, so that its pairs are held a slice at a time (at 128 bits numpy
+        # holds every candidate before it compares them: 4.7 GB for 10,000 CSV rows).
+        seen = np.zeros(len(fparray), np.int64)
+        cuts = _cuts(self.index.candidates(fparray), MATCH_CANDIDATES)
+        parts = []
+        for lo, hi in zip(cuts, cuts[1:]):
+            q, *rest = self._search_beside(fparray[lo:hi], mine[lo:hi], has_mine[lo:hi], beside, seen[lo:hi])
+            parts.append((q + lo, *rest))
+        found = tuple(np.concatenate(x) for x in zip(*parts))
         self.met += int(seen.sum())
         self.searched += len(fparray)
-        return (*found, seen if self.crowd else None)
+        return (*found, seen)
+
+    def _search_beside(
+        self,
+        fparray: np.ndarray,
+        mine: np.ndarray,
+        has_mine: np.ndarray,
+        beside: ThreadPoolExecutor | None,
+        seen: np.ndarray,
+    ) -> tuple[np.ndarray, ...]:
+        """_verified_kept's (q, rows, ds, sims), half of the tables in `beside`, counting
+        into `seen` (in place: a query each, or one for their total)."""
+        if beside is None:
+            return self._verified_kept(fparray, mine, has_mine, seen=seen)  # type: ignore[no-any-return]
+        seen_half = np.zeros_like(seen)
+        half = beside.submit(self._verified_kept, fparray, mine, has_mine, 1, 2, seen_half)
+        parts = zip(self._verified_kept(fparray, mine, has_mine, 0, 2, seen), half.result())
+        found = tuple(np.concatenate(x) for x in parts)
+        seen += seen_half
+        return found
 
     def _decide_in_pieces(
         self,

@@ -557,16 +557,21 @@ def test_seeded_batches_of_copies_decide_as_the_brute_force_definition(
     assert sum(status == "unique" for status, *_ in expected) < len(pool) < len(texts) // 10
 
 
-@pytest.mark.parametrize(("seed", "compiled"), [(41, False), (42, True)])
+@pytest.mark.parametrize(
+    ("seed", "compiled", "slice_candidates"), [(41, False, 0), (42, True, 0), (43, True, 64)]
+)
 def test_seeded_crowds_decide_as_the_brute_force_definition(
-    seed: int, compiled: bool, monkeypatch: pytest.MonkeyPatch
+    seed: int, compiled: bool, slice_candidates: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Lines of few distinct words (their fingerprints crowd, their shingles do not
     verify), exact repeats and near copies (one word changed) of earlier ones, after
     preloaded rows of which some are unindexed: with a crowd of 4, in batches of any
-    size (a large one is crowded, and decided in pieces), the definition's decisions."""
+    size (a large one is crowded, and decided in pieces; its search in slices of
+    `slice_candidates`), the definition's decisions."""
     if compiled:
         monkeypatch.setattr(index_module, "COMPILED_ROWS", 0)
+    if slice_candidates:
+        monkeypatch.setattr(verify_module, "MATCH_CANDIDATES", slice_candidates)
     rng = random.Random(seed)
     vocabulary = ["0", "1", "2", "3", "x", "y"]
     texts: list[str] = []
