@@ -382,22 +382,14 @@ def crowded_batch(pairs: int, documents: int) -> bool:
 
 
 def split_batch(
-    dd: Deduplicator,
-    docs: Sequence[Document],
-    fps: Sequence[int | None],
-    given: tuple[Any, ...],
-    ends: Sequence[int] | None = None,
+    dd: Deduplicator, docs: Sequence[Document], fps: Sequence[int | None], given: tuple[Any, ...]
 ) -> list[Decision]:
-    """_decide_batch of a crowded batch (crowded_batch): its first half, then its
-    second; or pieces of it, docs[:ends[0]], docs[ends[0]:ends[1]], ... (ends[-1]: all)."""
-    if ends is None:
-        ends = [len(docs) // 2, len(docs)]
+    """_decide_batch of a crowded batch (crowded_batch): its first half, then its second."""
+    half = len(docs) // 2
+    parts = (list(range(half)), list(range(half, len(docs))))
     decisions: list[Decision] = []
-    start = 0
-    for end in ends:
-        rows = list(range(start, end))
+    for rows in parts:
         decisions += dd._decide_batch([docs[i] for i in rows], [fps[i] for i in rows], *dd._take(given, rows))
-        start = end
     return decisions
 
 
