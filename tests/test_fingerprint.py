@@ -155,10 +155,14 @@ some_texts = st.lists(st.one_of(ascii_texts, texts), max_size=6)
 @settings(max_examples=300, deadline=None)
 @given(batch=st.lists(st.one_of(ascii_texts, texts), max_size=8), long=st.integers(0, 700))
 def test_the_numpy_batch_path_equals_extract_then_fingerprint_batch(batch: list[str], long: int) -> None:
-    # `long` tokens in one document: past 255 the byte-lane counts are summed in pieces.
+    assert_fingerprinted_as_extract_then_fingerprint_batch(batch, long, Settings())
+
+
+def assert_fingerprinted_as_extract_then_fingerprint_batch(batch: list[str], long: int, s: Settings) -> None:
+    """text_batch_fingerprints of `batch` and a document of `long` tokens (past 255 the
+    byte-lane counts are summed in pieces) are extract()'s, then fingerprint_batch()'s."""
     batch = [*batch, " ".join(["w"] * long) + " x" * (long // 3)]
-    s = Settings()
-    expected = fingerprint_batch([extract(t, s) for t in batch], 64, FeatureHasher())
+    expected = fingerprint_batch([extract(t, s) for t in batch], 64, FeatureHasher(64, s.seed))
     assert text_batch_fingerprints(batch, s) == expected
 
 
@@ -183,10 +187,7 @@ def test_unit_weights_summed_per_occurrence_equal_extract_then_fingerprint_batch
 ) -> None:
     # chars, shingles and binary weights: each feature occurrence (or distinct feature)
     # counted in byte lanes, where fingerprint_batch multiplies a float matrix (stop 39).
-    batch = [*batch, " ".join(["w"] * long) + " x" * (long // 3)]
-    s = Settings(**options)  # type: ignore[arg-type]
-    expected = fingerprint_batch([extract(t, s) for t in batch], 64, FeatureHasher(64, s.seed))
-    assert text_batch_fingerprints(batch, s) == expected
+    assert_fingerprinted_as_extract_then_fingerprint_batch(batch, long, Settings(**options))  # type: ignore[arg-type]
 
 
 @settings(max_examples=150, deadline=None)
