@@ -453,14 +453,13 @@ class VerifyingDeduplicator(Deduplicator):
         # documents near them in the batch (if all were kept and indexed) reach it.
         indexed = [True] * len(present)
         earlier_near: dict[int, list[int]] = {}
+        crowded = np.zeros(len(present), bool)
         if self.crowd:
             crowded = seen + np.bincount(near_second, minlength=len(present)) >= self.crowd
             near = crowded[near_second]
             for i, j in zip(near_first[near].tolist(), near_second[near].tolist()):
                 earlier_near.setdefault(j, []).append(i)
-            walk = np.flatnonzero(walked | crowded)
-        else:
-            walk = np.flatnonzero(walked)
+        walk = np.flatnonzero(walked | crowded)
         # The chosen candidate of each duplicate: a kept row, or base + its batch position
         # (in the same order as the row it gets: batch rows follow the kept ones, in order).
         target: dict[int, tuple[int, int]] = {}
@@ -493,7 +492,7 @@ class VerifyingDeduplicator(Deduplicator):
                         best = key
                 if best is None:
                     kept[pos] = True
-                    if self.crowd and (pos in earlier_near or seen[pos] >= self.crowd):
+                    if crowded[pos]:
                         met = int(seen[pos]) + sum(kept[i] and indexed[i] for i in earlier_near.get(pos, ()))
                         indexed[pos] = met < self.crowd
                 else:
