@@ -505,6 +505,28 @@ class Gathered:
         sims = self.similarity(a[a_rows], b[b_rows])
         return np.where(sims < at_least, -1.0, sims)
 
+    def verified_pairs(
+        self,
+        a: np.ndarray,
+        a_has: np.ndarray,
+        b: np.ndarray,
+        b_has: np.ndarray,
+        pairs: tuple[np.ndarray, ...],
+        at_least: float,
+    ) -> tuple[np.ndarray, ...]:
+        """The pairs (q, rows, d) that reach `at_least` or lack a sketch, with their
+        similarities (NaN: a side has none)."""
+        q, rows, d = pairs
+        sims = np.full(len(q), np.nan)
+        both = a_has[q] & b_has[rows]
+        sims[both] = self.similarity(a[q[both]], b[rows[both]])
+        keep = ~(sims < at_least)
+        return q[keep], rows[keep], d[keep], sims[keep]
+
+    def exact_rows(self, sketches: np.ndarray) -> np.ndarray:
+        """None of these sketches is an exact sketch in sketch.OnePermutation's sense."""
+        return np.zeros(len(sketches), bool)
+
 
 @dataclass(frozen=True)
 class ExactShingles(Gathered):
