@@ -680,7 +680,7 @@ struct Similarity {
     const int64_t *a_rows, *b_rows, *visit;
     const uint8_t *a_has, *b_has; /* whether each row has a sketch; NULL: all have (pair_similarity) */
     Py_ssize_t a_count, b_count, words, pairs;
-    int bits;
+    int bits, exact; /* exact: the most shingles an exact sketch holds (0: none are) */
     uint64_t lanes;
     double at_least;
     double *out;
@@ -728,6 +728,60 @@ WIDE static inline void chunk_counts_wide(const uint64_t *x_row, const uint64_t 
 }
 #endif
 
+#define EXACT_MARK 0xAB5DFA9B6D7EAD76ULL /* sketch.EXACT_MARK: an exact sketch's first 8 bytes */
+#define HELD 3                          /* sketch._HELD: uint32 words before its shingles */
+
+/* Whether a row is an exact sketch (sketch.OnePermutation.exact_rows). */
+static inline int is_exact(const uint64_t *row, int exact) {
+    uint64_t count = row[1] & 0xFFFFFFFFu;
+    return exact && row[0] == EXACT_MARK && count >= 1 && count <= (uint64_t)exact;
+}
+
+/* The Jaccard of two exact sketches' values (ascending, distinct): shared over either; with
+ * at_least > 0, -1.0 once the values unshared so far prove it below that (as pair_similarity's
+ * early rejection): rows of one template, whose 13 shingles have 3 of their own each, meet
+ * a thousand kept ones a line, and most are rejected after a value or two. */
+static double exact_jaccard(const uint64_t *x, const uint64_t *y, double at_least) {
+    const uint32_t *vx = (const uint32_t *)x + HELD, *vy = (const uint32_t *)y + HELD;
+    int64_t nx = (int64_t)(x[1] & 0xFFFFFFFFu), ny = (int64_t)(y[1] & 0xFFFFFFFFu), i = 0, j = 0, shared = 0;
+    int64_t most = nx < ny ? nx : ny; /* shared values, at most */
+    while (at_least > 0 ? (double)most / (double)(nx + ny - most) >= at_least && i < nx && j < ny
+                        : i < nx && j < ny) {
+        if (vx[i] == vy[j]) {
+            shared++, i++, j++;
+            continue;
+        }
+        if (vx[i] < vy[j])
+            i++; /* vx[i] is not in y: x can share at most nx - (i - shared) */
+        else
+            j++;
+        int64_t can = nx - (i - shared) < ny - (j - shared) ? nx - (i - shared) : ny - (j - shared);
+        most = can < most ? can : most;
+    }
+    if (at_least > 0 && (double)most / (double)(nx + ny - most) < at_least)
+        return -1.0;
+    return (double)shared / (double)(nx + ny - shared);
+}
+
+/* The sketch of bins (`words` words of `bits`-bit codes) that an exact sketch stands for, in
+ * out (sketch.OnePermutation._as_bins): a value's top bits pick its bin, the 16 below them
+ * its minimum, and the values ascend, so a bin's first value is its least. */
+static void exact_as_bins(const uint64_t *x, int bits, Py_ssize_t words, uint64_t *out) {
+    int log2 = 0;
+    while (((Py_ssize_t)1 << log2) < words * 64 / bits)
+        log2++;
+    const uint32_t *v = (const uint32_t *)x + HELD;
+    int64_t n = (int64_t)(x[1] & 0xFFFFFFFFu), codes = ((int64_t)1 << bits) - 1;
+    memset(out, 0, (size_t)words * 8);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t bin = v[i] >> (32 - log2), least = (v[i] >> (16 - log2)) & 0xFFFF, at = bin * (uint64_t)bits;
+        if (least > 0xFFFE)
+            least = 0xFFFE;
+        if (!((out[at / 64] >> (at % 64)) & (uint64_t)codes))
+            out[at / 64] |= ((((least & 0xFF) * (uint64_t)codes) >> 8) + 1) << (at % 64);
+    }
+}
+
 HOT int similarities_body(const Similarity *s, int wide) {
     int64_t codes = ((int64_t)1 << s->bits) - 1;
     Py_ssize_t words = s->words, chunks = (words + CHUNK - 1) / CHUNK;
@@ -735,8 +789,9 @@ HOT int similarities_body(const Similarity *s, int wide) {
      * pair of row r first needs them (ready[r]): a search of a small run has few pairs. */
     int64_t *left = calloc((size_t)(s->a_count * (chunks + 1) + 1), 8);
     char *ready = calloc((size_t)s->a_count + 1, 1);
-    if (!left || !ready) {
-        free(left), free(ready);
+    uint64_t *bins = malloc((size_t)words * 8 * 2); /* an exact sketch of each side, as bins */
+    if (!left || !ready || !bins) {
+        free(left), free(ready), free(bins);
         return -1;
     }
     for (Py_ssize_t v = 0; v < s->pairs; v++) {
@@ -745,7 +800,19 @@ HOT int similarities_body(const Similarity *s, int wide) {
             s->out[t] = NAN; /* a side without a sketch: decided on the fingerprint */
             continue;
         }
-        if (s->at_least > 0 && !ready[ra]) {
+        const uint64_t *x_row = s->a + ra * words, *y_row = s->b + rb * words;
+        int x_exact = is_exact(x_row, s->exact), y_exact = is_exact(y_row, s->exact);
+        if (x_exact && y_exact) {
+            s->out[t] = exact_jaccard(x_row, y_row, s->at_least);
+            continue;
+        }
+        if (x_exact)
+            exact_as_bins(x_row, s->bits, words, bins), x_row = bins;
+        if (y_exact)
+            exact_as_bins(y_row, s->bits, words, bins + words), y_row = bins + words;
+        /* Early rejection counts a's bins left once a row; a side of one pair's own bins is read whole. */
+        int early = s->at_least > 0 && !x_exact && !y_exact;
+        if (early && !ready[ra]) {
             int64_t *row = left + ra * (chunks + 1);
             for (Py_ssize_t w = words - 1; w >= 0; w--) {
                 uint64_t x = s->a[ra * words + w], nonzero = x;
@@ -757,7 +824,6 @@ HOT int similarities_body(const Similarity *s, int wide) {
                 row[c] += row[c + 1];
             ready[ra] = 1;
         }
-        const uint64_t *x_row = s->a + ra * words, *y_row = s->b + rb * words;
         int64_t sums[3] = {0, 0, 0}; /* agree, both, either */
         int rejected = 0;
         for (Py_ssize_t c = 0; c < chunks; c++) {
@@ -769,7 +835,7 @@ HOT int similarities_body(const Similarity *s, int wide) {
 #endif
                 chunk_counts(x_row, y_row, w, count, s->bits, s->lanes, sums);
             int64_t agree = sums[0], both = sums[1], either = sums[2];
-            if (s->at_least > 0 && c + 1 < chunks) {
+            if (early && c + 1 < chunks) {
                 int64_t r = left[ra * (chunks + 1) + c + 1];
                 int64_t bound_den = (codes - 1) * (either + r);
                 if (bound_den > 0 &&
@@ -790,7 +856,7 @@ HOT int similarities_body(const Similarity *s, int wide) {
             s->out[t] = estimate < 0.0 ? 0.0 : estimate > 1.0 ? 1.0 : estimate;
         }
     }
-    free(left), free(ready);
+    free(left), free(ready), free(bins);
     return 0;
 }
 
@@ -798,6 +864,10 @@ HOT int similarities_body(const Similarity *s, int wide) {
 static int sketches_of(Views *v, Similarity *s, PyObject *a, PyObject *b) {
     if (s->words < 1 || s->bits < 1 || s->bits > 8) {
         PyErr_SetString(PyExc_ValueError, "sketches of one word or more, codes of 1 to 8 bits");
+        return 0;
+    }
+    if (s->exact < 0 || (s->exact && (HELD + s->exact > s->words * 2 || (s->words * 64 / s->bits) > 1 << 16))) {
+        PyErr_SetString(PyExc_ValueError, "exact sketches of 0 shingles or more, as many as a sketch holds");
         return 0;
     }
     s->a_count = items_of(a, 8 * s->words);
@@ -811,8 +881,8 @@ static PyObject *pair_similarity(PyObject *self, PyObject *args) {
     PyObject *a, *a_rows, *b, *b_rows, *visit, *out;
     Similarity s;
     unsigned long long lanes;
-    if (!PyArg_ParseTuple(args, "OOOOiKdOnO", &a, &a_rows, &b, &b_rows, &s.bits, &lanes, &s.at_least, &visit,
-                          &s.words, &out))
+    if (!PyArg_ParseTuple(args, "OOOOiiKdOnO", &a, &a_rows, &b, &b_rows, &s.bits, &s.exact, &lanes, &s.at_least,
+                          &visit, &s.words, &out))
         return NULL;
     s.lanes = lanes;
     s.a_has = s.b_has = NULL;
@@ -878,8 +948,8 @@ static PyObject *verified_pairs(PyObject *self, PyObject *args) {
     unsigned long long lanes;
     int shift;
     Py_ssize_t grouped, cached;
-    if (!PyArg_ParseTuple(args, "OOOOOOOiKdninn", &q, &rows, &d, &a, &a_has, &b, &b_has, &s.bits, &lanes,
-                          &s.at_least, &s.words, &shift, &grouped, &cached))
+    if (!PyArg_ParseTuple(args, "OOOOOOOiiKdninn", &q, &rows, &d, &a, &a_has, &b, &b_has, &s.bits, &s.exact,
+                          &lanes, &s.at_least, &s.words, &shift, &grouped, &cached))
         return NULL;
     s.lanes = lanes;
     if (shift < 0 || shift > 62) {
@@ -1196,8 +1266,8 @@ static PyMethodDef methods[] = {
     {"hot_copies", hot_copies, METH_VARARGS, "hot_copies(order, offsets, start, words, least, tables)"},
     {"table_pairs", table_pairs, METH_VARARGS, "table_pairs(order, offsets, start, words, k, rule)"},
     {"pairs", pairs, METH_VARARGS, "pairs(queries, words, k, after)"},
-    {"pair_similarity", pair_similarity, METH_VARARGS, "pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least, visit, words, out)"},
-    {"verified_pairs", verified_pairs, METH_VARARGS, "verified_pairs(q, rows, d, a, a_has, b, b_has, bits, lanes, at_least, words, shift, grouped, cached)"},
+    {"pair_similarity", pair_similarity, METH_VARARGS, "pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, visit, words, out)"},
+    {"verified_pairs", verified_pairs, METH_VARARGS, "verified_pairs(q, rows, d, a, a_has, b, b_has, bits, exact, lanes, at_least, words, shift, grouped, cached)"},
     {"count", count, METH_VARARGS, "count(keys, bounds)"},
     {"place", place, METH_VARARGS, "place(i, j, d, at, packed)"},
     {"sorted_runs", sorted_runs, METH_VARARGS, "sorted_runs(packed, bounds, i, d)"},
@@ -1213,5 +1283,13 @@ PyMODINIT_FUNC PyInit__indexcore(void) {
     for (int i = KINDS_N - 1; i >= 0; i--) /* the fastest this CPU runs */
         if (runs(i))
             loops = &KINDS[i];
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module), *mark = m ? PyLong_FromUnsignedLongLong(EXACT_MARK) : NULL;
+    /* The constants it shares with sketch.py, for the tests to compare. */
+    if (m && (!mark || PyModule_AddObjectRef(m, "EXACT_MARK", mark) || PyModule_AddIntConstant(m, "HELD", HELD))) {
+        Py_XDECREF(mark);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_XDECREF(mark);
+    return m;
 }

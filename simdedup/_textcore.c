@@ -16,6 +16,8 @@
 #define LANE_MAX 255         /* fingerprint._LANE_MAX: hashes a byte lane counts before it is emptied */
 #define LANE 0x0101010101010101ULL
 #define EMPTY 0xFFFF         /* sketch._EMPTY: a bin without shingles */
+#define EXACT_MARK 0xAB5DFA9B6D7EAD76ULL /* sketch.EXACT_MARK: an exact sketch's first 8 bytes */
+#define EXACT_MOST 61        /* the most shingles an exact sketch of 256 bytes holds */
 
 /* xxh3's default secret (kSecret), its first 128 bytes: all that strings up to 128 bytes read. */
 static const uint8_t SECRET[128] = {
@@ -168,30 +170,75 @@ static uint64_t fingerprint(const uint64_t *hashes, int64_t lo, int64_t hi) {
     return fp;
 }
 
+/* Shingle s of a document's word hashes (sketch.shingles_of_units): three words mixed
+ * (past the end: 0), then fmix64. */
+static inline uint64_t shingle(const uint64_t *hashes, int64_t m, int64_t s) {
+    uint64_t b = s + 1 < m ? hashes[s + 1] : 0, c = s + 2 < m ? hashes[s + 2] : 0;
+    uint64_t h = hashes[s] * MIX0 + b * MIX1 + c;
+    h ^= h >> 33;
+    h *= FMIX0;
+    h ^= h >> 33;
+    h *= FMIX1;
+    h ^= h >> 33;
+    return h;
+}
+
+/* The exact sketch of a document's shingles in `out` (width bytes), if it has at most
+ * `exact` distinct top 32 bits (`exact` <= EXACT_MOST): 1, else 0 and `out` untouched. */
+static int exact_sketch(const uint64_t *hashes, int64_t m, int64_t shingles, int exact, uint8_t *out,
+                        int64_t width) {
+    uint32_t held[EXACT_MOST];
+    int n = 0;
+    for (int64_t s = 0; s < shingles; s++) {
+        uint32_t v = (uint32_t)(shingle(hashes, m, s) >> 32);
+        int lo = 0, hi = n; /* the first held value >= v */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (held[mid] < v)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n && held[lo] == v)
+            continue;
+        if (n == exact)
+            return 0;
+        memmove(held + lo + 1, held + lo, sizeof(uint32_t) * (size_t)(n - lo));
+        held[lo] = v;
+        n++;
+    }
+    uint64_t mark = EXACT_MARK;
+    uint32_t count = (uint32_t)n;
+    memset(out, 0, (size_t)width);
+    memcpy(out, &mark, 8);
+    memcpy(out + 8, &count, 4);
+    memcpy(out + 12, held, sizeof(uint32_t) * (size_t)n);
+    return 1;
+}
+
 /* The one-permutation sketch of a document's word 3-shingles (a text of one or two words is
  * one shingle, padded with 0): 2 ** log2_bins bins, each bin's least 16-bit value coded in
- * `bits` bits by multiply-shift (0 where a bin is empty), packed into `out`. */
-static void sketch(const uint64_t *hashes, int64_t m, int log2_bins, int bits, uint16_t *minima, uint8_t *out,
-                   int64_t width) {
-    int64_t bins = (int64_t)1 << log2_bins;
+ * `bits` bits by multiply-shift (0 where a bin is empty), packed into `out`. A document of
+ * 1 to `exact` distinct shingles (their top 32 bits) gets an exact sketch instead
+ * (sketch.OnePermutation._hold_exactly): EXACT_MARK, the count, the values ascending. */
+static void sketch(const uint64_t *hashes, int64_t m, int log2_bins, int bits, int exact, uint16_t *minima,
+                   uint8_t *out, int64_t width) {
+    int64_t bins = (int64_t)1 << log2_bins, occupied = 0;
     for (int64_t i = 0; i < bins; i++)
         minima[i] = EMPTY;
     int64_t shingles = m > 2 ? m - 2 : (m > 0 ? 1 : 0);
     for (int64_t s = 0; s < shingles; s++) {
-        uint64_t b = s + 1 < m ? hashes[s + 1] : 0, c = s + 2 < m ? hashes[s + 2] : 0;
-        uint64_t h = hashes[s] * MIX0 + b * MIX1 + c;
-        h ^= h >> 33;
-        h *= FMIX0;
-        h ^= h >> 33;
-        h *= FMIX1;
-        h ^= h >> 33;
+        uint64_t h = shingle(hashes, m, s);
         int64_t slot = log2_bins ? (int64_t)(h >> (64 - log2_bins)) : 0;
         uint16_t value = (uint16_t)((h >> (48 - log2_bins)) & 0xFFFF);
         if (value > EMPTY - 1)
             value = EMPTY - 1;
+        occupied += minima[slot] == EMPTY;
         if (value < minima[slot])
             minima[slot] = value;
     }
+    if (occupied > 0 && occupied <= exact && exact_sketch(hashes, m, shingles, exact, out, width))
+        return;
     int per_byte = 8 / bits, codes = (1 << bits) - 1;
     for (int64_t w = 0; w < width; w++) {
         unsigned packed = 0;
@@ -207,7 +254,7 @@ typedef struct {
     const uint8_t *raw;
     int64_t n_bytes, n_docs, width;
     const int64_t *starts, *ends;
-    int heads, log2_bins, bits;
+    int heads, log2_bins, bits, exact;
     uint64_t *fps, *head_fps;
     uint8_t *found, *has_head, *sketches, *done;
 } Batch;
@@ -253,7 +300,7 @@ static int documents(const Batch *b) {
             b->has_head[d] = 1;
         }
         if (b->width)
-            sketch(hashes, m, b->log2_bins, b->bits, minima, b->sketches + d * b->width, b->width);
+            sketch(hashes, m, b->log2_bins, b->bits, b->exact, minima, b->sketches + d * b->width, b->width);
     }
     status = 0;
 out:
@@ -274,27 +321,29 @@ static int writable_size(Py_buffer *view, Py_ssize_t items, Py_ssize_t itemsize,
 }
 
 PyDoc_STRVAR(ascii_documents_doc,
-    "ascii_documents(raw, starts, ends, heads, log2_bins, bits, fps, found, head_fps, has_head, sketches, done)\n"
+    "ascii_documents(raw, starts, ends, heads, log2_bins, bits, exact, fps, found, head_fps, has_head, sketches,\n"
+    "                done)\n"
     "\n"
     "For each document d, raw[starts[d]:ends[d]] (ASCII bytes; int64 bounds): its fingerprint\n"
     "(fps[d], uint64; found[d]: it has a word), with `heads` its head fingerprint (head_fps[d];\n"
     "has_head[d]: it has more than HEAD_TOKENS words), and where `sketches` is not empty, its\n"
-    "one-permutation sketch of 2 ** log2_bins bins of `bits` bits in row d of sketches (uint8).\n"
+    "one-permutation sketch of 2 ** log2_bins bins of `bits` bits in row d of sketches (uint8),\n"
+    "or where it has 1 to `exact` distinct shingles, its exact sketch (sketch.OnePermutation).\n"
     "done[d] is False for a document with a word longer than 128 bytes, which the numpy path\n"
     "hashes instead (its other outputs are not written). found, has_head, done: bool arrays.");
 
 static PyObject *ascii_documents(PyObject *self, PyObject *args) {
     Py_buffer raw, starts, ends, fps, found, head_fps, has_head, sketches, done;
-    int heads, log2_bins, bits;
-    if (!PyArg_ParseTuple(args, "y*y*y*pii" "w*w*w*w*w*w*", &raw, &starts, &ends, &heads, &log2_bins, &bits,
-                          &fps, &found, &head_fps, &has_head, &sketches, &done))
+    int heads, log2_bins, bits, exact;
+    if (!PyArg_ParseTuple(args, "y*y*y*piii" "w*w*w*w*w*w*", &raw, &starts, &ends, &heads, &log2_bins, &bits,
+                          &exact, &fps, &found, &head_fps, &has_head, &sketches, &done))
         return NULL;
     Py_buffer *views[] = {&raw, &starts, &ends, &fps, &found, &head_fps, &has_head, &sketches, &done};
     PyObject *result = NULL;
     Py_ssize_t n = starts.len / 8;
     Batch b = {
         .raw = raw.buf, .n_bytes = raw.len, .n_docs = n, .starts = starts.buf, .ends = ends.buf,
-        .heads = heads, .log2_bins = log2_bins, .bits = bits, .fps = fps.buf, .head_fps = head_fps.buf,
+        .heads = heads, .log2_bins = log2_bins, .bits = bits, .exact = exact, .fps = fps.buf, .head_fps = head_fps.buf,
         .found = found.buf, .has_head = has_head.buf, .sketches = sketches.buf, .done = done.buf,
     };
     if (writable_size(&ends, n, 8, "ends") || writable_size(&fps, n, 8, "fps") ||
@@ -308,6 +357,10 @@ static PyObject *ascii_documents(PyObject *self, PyObject *args) {
     b.width = sketches.len ? ((Py_ssize_t)1 << log2_bins) * bits / 8 : 0;
     if (b.width && writable_size(&sketches, n, b.width, "sketches"))
         goto out;
+    if (exact < 0 || exact > EXACT_MOST || (exact && 12 + 4 * (Py_ssize_t)exact > b.width)) {
+        PyErr_Format(PyExc_ValueError, "exact: 0 to %d shingles, as many as a sketch holds", EXACT_MOST);
+        goto out;
+    }
     for (Py_ssize_t d = 0; d < n; d++)
         if (b.starts[d] < 0 || b.starts[d] > b.ends[d] || b.ends[d] > raw.len) {
             PyErr_Format(PyExc_ValueError, "document %zd: bounds %lld to %lld outside %zd bytes", d,
@@ -461,11 +514,19 @@ static struct PyModuleDef module = {
     "The compiled core for ASCII text: see simdedup/compiled_text.py.", -1, methods,
 };
 
+static int add_mark(PyObject *m) {
+    PyObject *mark = PyLong_FromUnsignedLongLong(EXACT_MARK);
+    int status = mark ? PyModule_AddObjectRef(m, "EXACT_MARK", mark) : -1;
+    Py_XDECREF(mark);
+    return status;
+}
+
 PyMODINIT_FUNC PyInit__textcore(void) {
     PyObject *m = PyModule_Create(&module);
     /* The constants it shares with the Python modules, for the tests to compare. */
     if (m && (PyModule_AddIntConstant(m, "HEAD_TOKENS", HEAD_TOKENS) || PyModule_AddIntConstant(m, "VECTORIZED_MAX", VECTORIZED_MAX) ||
-              PyModule_AddIntConstant(m, "LANE_MAX", LANE_MAX) || PyModule_AddIntConstant(m, "EMPTY", EMPTY))) {
+              PyModule_AddIntConstant(m, "LANE_MAX", LANE_MAX) || PyModule_AddIntConstant(m, "EMPTY", EMPTY) ||
+              PyModule_AddIntConstant(m, "EXACT_MOST", EXACT_MOST) || add_mark(m))) {
         Py_DECREF(m);
         return NULL;
     }

@@ -2570,6 +2570,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     d = hamming(fa, fb)
     jaccard = float(similarity(sketches[:1], sketches[1:])[0])
     few = bool(too_few_bins(SKETCH, sketches[:1], sketches[1:], np.array([d]))[0])  # verify.too_few_bins
+    exactly = bool(SKETCH.exact_rows(sketches).all())  # both held whole (sketch.OnePermutation)
     # Heads are a candidate source of verification only (verify.VerifyingDeduplicator).
     head_d = hamming(ha, hb) if ha is not None and hb is not None and verify is not None else None
     candidate = d <= settings.distance or (head_d is not None and head_d <= settings.distance)
@@ -2603,6 +2604,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         "k": settings.distance,
         "similarity": round(1 - d / settings.bits, 6),
         "jaccard": round(jaccard, 6),
+        "jaccard_exact": exactly,
         "too_few_bins": few,
         "verify": verify,
         "near": near,
@@ -2651,7 +2653,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             + ("within k" if d <= settings.distance else "beyond k"),
             f"heads       {heads} (fingerprints of {HEAD_SPEC})",
             f"similarity  {result['similarity']:.4f}",
-            f"jaccard     {jaccard:.4f} of shingles, estimated; {checked}",
+            f"jaccard     {jaccard:.4f} of shingles, {'exact' if exactly else 'estimated'}; {checked}",
             "blocks      "
             + (
                 f"none used: at k = {settings.distance} every kept document is compared"

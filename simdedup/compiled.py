@@ -140,18 +140,19 @@ def table_pairs(order, offsets, start, words, k, rule):  # type: ignore[no-untyp
     return _int64s(_indexcore.table_pairs(order, offsets, start, _c(words, _U64), k, _c(rule, _U64)))
 
 
-def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least, visit):  # type: ignore[no-untyped-def]
+def pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, visit):  # type: ignore[no-untyped-def]
     """sketch.OnePermutation.similarity of a[a_rows[t]] and b[b_rows[t]] for every t,
     without gathering the rows: a and b are sketches as (rows, words) uint64, `lanes`
-    the lowest bit of every code. The same integers and the same one division, so the
-    same floats.
+    the lowest bit of every code, `exact` the sketcher's (0: no row is an exact
+    sketch). The same integers and the same one division, so the same floats.
 
     Pairs that cannot reach `at_least` (> 0) get -1.0, decided as soon as the bins read
     so far prove it: with C codes, the estimate is (C agree - both) / ((C - 1) either),
     and the bins still unread can at best add all of a's remaining non-empty bins as
     agreeing ones, which bounds it by (C agree - both + (C - 1) r) / ((C - 1) (either +
     r)), r = a's non-empty bins left. Most candidate pairs of a crowded index are
-    unrelated texts, rejected after a cache line or two of their 256 bytes. `a` should
+    unrelated texts, rejected after a cache line or two of their 256 bytes. A pair with
+    an exact sketch is read whole. `a` should
     be the smaller side (a batch): its non-empty bins are counted for every row. Pairs
     are visited in the order of `visit` (a permutation of the pairs; sketch.by_row_group puts
     b's rows nearly in order, so that a large b is read nearly in order)."""
@@ -164,6 +165,7 @@ def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least, visit):  # type
         _c(b, _U64),
         _c(b_rows, _I64),
         int(bits),
+        int(exact),
         int(lanes),
         float(at_least),
         _c(visit, _I64),
@@ -173,7 +175,7 @@ def pair_similarity(a, a_rows, b, b_rows, bits, lanes, at_least, visit):  # type
     return out
 
 
-def verified_pairs(q, rows, d, a, a_has, b, b_has, bits, lanes, at_least, shift, grouped, cached):  # type: ignore[no-untyped-def]
+def verified_pairs(q, rows, d, a, a_has, b, b_has, bits, exact, lanes, at_least, shift, grouped, cached):  # type: ignore[no-untyped-def]
     """Of a search's pairs (q, rows, d: int64), the (q, rows, d, sims) whose sketches
     a[q[t]] and b[rows[t]] (as pair_similarity takes them) may reach `at_least`, with
     their similarities; NaN where a[q] or b[row] has no sketch (a_has, b_has: bool per
@@ -195,6 +197,7 @@ def verified_pairs(q, rows, d, a, a_has, b, b_has, bits, lanes, at_least, shift,
         _c(b, _U64),
         _c(b_has, np.bool_),
         int(bits),
+        int(exact),
         int(lanes),
         float(at_least),
         a.shape[1],

@@ -23,26 +23,33 @@ from ._textcore import ascii_documents
 
 
 def ascii_batch(
-    texts: Sequence[str], heads: bool, sketch_bins: int = 0, sketch_bits: int = 2
+    texts: Sequence[str], heads: bool, sketch_bins: int = 0, sketch_bits: int = 2, sketch_exact: int = 0
 ) -> tuple[list[int | None], list[int | None], np.ndarray, np.ndarray]:
     """(fingerprints, head fingerprints, sketches, done) of ASCII texts, as the numpy
     path makes them (None: no word; no head: HEAD_TOKENS words or fewer, or `heads`
     False). Sketches: (len(texts), sketch_bins * sketch_bits / 8) uint8 where sketch_bins
-    > 0, else none. done[i] is False for a text the numpy path must do instead (a word
+    > 0, else none (exact sketches for texts of 1 to sketch_exact distinct shingles:
+    sketch.OnePermutation). done[i] is False for a text the numpy path must do instead (a word
     longer than xxh3.VECTORIZED_MAX bytes); its other results are meaningless."""
     lengths = np.fromiter(map(len, texts), np.int64, len(texts))
     starts = np.cumsum(lengths + 1) - lengths - 1
     data = " ".join(texts).encode("ascii")
-    return ascii_spans(data, starts, starts + lengths, heads, sketch_bins, sketch_bits)
+    return ascii_spans(data, starts, starts + lengths, heads, sketch_bins, sketch_bits, sketch_exact)
 
 
 def ascii_spans(
-    data: bytes, starts: np.ndarray, ends: np.ndarray, heads: bool, sketch_bins: int = 0, sketch_bits: int = 2
+    data: bytes,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    heads: bool,
+    sketch_bins: int = 0,
+    sketch_bits: int = 2,
+    sketch_exact: int = 0,
 ) -> tuple[list[int | None], list[int | None], np.ndarray, np.ndarray]:
     """ascii_batch of the texts data[starts[i]:ends[i]] (ASCII bytes, int64 bounds),
     read where they are: the lines of a chunk of a file (read.AsciiLines)."""
     fps, found, head_fps, has_head, sketches, done = _made(
-        data, starts, ends, heads, sketch_bins, sketch_bits
+        data, starts, ends, heads, sketch_bins, sketch_bits, sketch_exact
     )
     return (
         [fp if ok else None for fp, ok in zip(fps.tolist(), found.tolist())],
@@ -57,12 +64,18 @@ def span_fingerprints(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tupl
     fingerprints, found[i] False for a text without a word (its fp meaningless), done[i]
     False for one the numpy path must do instead (ascii_batch). For `fingerprint`'s
     output of a chunk's lines, which needs no Python object a line."""
-    fps, found, _, _, _, done = _made(data, starts, ends, False, 0, 2)
+    fps, found, _, _, _, done = _made(data, starts, ends, False, 0, 2, 0)
     return fps, found, done
 
 
 def _made(
-    data: bytes, starts: np.ndarray, ends: np.ndarray, heads: bool, sketch_bins: int, sketch_bits: int
+    data: bytes,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    heads: bool,
+    sketch_bins: int,
+    sketch_bits: int,
+    sketch_exact: int,
 ) -> tuple[np.ndarray, ...]:
     n = len(starts)
     fps, head_fps = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
@@ -77,6 +90,7 @@ def _made(
         heads,
         log2_bins,
         sketch_bits,
+        sketch_exact,
         fps,
         found,
         head_fps,

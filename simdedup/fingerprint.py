@@ -311,25 +311,27 @@ def compiled_core(
     heads: bool = False,
     sketch_bins: int = 0,
     sketch_bits: int = 2,
+    sketch_exact: int = 0,
 ) -> CoreResults | None:
     """What compiled_text.ascii_batch makes of the texts it can do (with `heads`, head
     fingerprints; with sketch_bins > 0, one-permutation sketches of that many bins of
-    sketch_bits bits): ASCII texts on the occurrence path (_occurrence_path) without a
-    word longer than xxh3.VECTORIZED_MAX bytes; None where that is none of them (and
-    where simdedup was installed without its C core). The same results as the numpy path."""
+    sketch_bits bits, exact ones of texts of 1 to sketch_exact distinct shingles): ASCII
+    texts on the occurrence path (_occurrence_path) without a word longer than
+    xxh3.VECTORIZED_MAX bytes; None where that is none of them (and where simdedup was
+    installed without its C core). The same results as the numpy path."""
     if ascii_batch is None or ascii_spans is None or not _occurrence_path(settings, hashfunc):
         return None
     if isinstance(texts, AsciiLines):  # read where they are
         ascii_rows: list[int] = list(range(len(texts)))
         fps, head_fps, sketches, done = ascii_spans(
-            texts.data, texts.starts, texts.ends, heads, sketch_bins, sketch_bits
+            texts.data, texts.starts, texts.ends, heads, sketch_bins, sketch_bits, sketch_exact
         )
     else:
         ascii_rows = [i for i, t in enumerate(texts) if t.isascii()]
         if not ascii_rows:
             return None
         part = texts if len(ascii_rows) == len(texts) else [texts[i] for i in ascii_rows]
-        fps, head_fps, sketches, done = ascii_batch(part, heads, sketch_bins, sketch_bits)
+        fps, head_fps, sketches, done = ascii_batch(part, heads, sketch_bins, sketch_bits, sketch_exact)
     if done.all():
         return ascii_rows, fps, head_fps, sketches
     kept = np.flatnonzero(done).tolist()

@@ -6,7 +6,9 @@ word characters of a Han one (SHINGLES_SPEC; the README's verification paragraph
 A sketch is SKETCH_BYTES (256) bytes whatever the text's length: one-permutation
 hashing, 1,024 bins of 2 bits, picked on benchmarks/quality.py against exact Jaccard:
 with head candidates (verify.py), pair F1 0.013 and 0.003 below exact Jaccard's, where
-512 bins (128 bytes) lost 0.022 and 0.008.
+512 bins (128 bytes) lost 0.022 and 0.008. A text of at most EXACT_SHINGLES distinct
+shingles is held exactly instead (the top 32 bits of each, sorted), and two such texts
+are compared by their exact Jaccard (OnePermutation).
 Pure functions over batches: a document's sketch never depends on the batch it is in.
 fingerprints_and_sketches() makes a batch's fingerprints and sketches in one pass over
 its texts. Never prints, never reads files.
@@ -52,6 +54,9 @@ BINS = 1024
 BITS = 2
 #: Bytes per document's sketch.
 SKETCH_BYTES = BINS * BITS // 8
+#: A document of at most this many distinct shingles gets a sketch that holds them
+#: exactly (as many as fit in SKETCH_BYTES beside the mark and the count).
+EXACT_SHINGLES = 61
 #: Names the shingles and their hashes: change it when either changes, so stored
 #: sketches of another kind are not compared with new ones.
 SHINGLES_SPEC = "units3-words-han1-xxh3-fmix64"
@@ -60,13 +65,24 @@ SHINGLES_SPEC = "units3-words-han1-xxh3-fmix64"
 #: characters throughout where they were a fifth of its word characters or more, and by
 #: words below. Dropping them would leave every stored row unverified.
 ALIKE_SKETCH_SPECS = frozenset({"words3-han3-share20-xxh3-fmix64/oph-1024x2-min16"})
+#: Stored sketches of these kinds are read as this one without a word: every one of
+#: them is a sketch of bins, which this version compares as it did (only documents of
+#: few shingles, sketched since, hold them exactly).
+EARLIER_SKETCH_SPECS = frozenset({f"{SHINGLES_SPEC}/oph-1024x2-min16"})
 
 _WORD_HASHES = FeatureHasher(64)  # non-ASCII words repeat (Zipf): their hashes are cached
 # Odd multipliers that mix three word hashes into one shingle hash (wrapping uint64).
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 _FMIX = (np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53))
-_U = {n: np.uint64(n) for n in (21, 33, 42)}
+_U = {n: np.uint64(n) for n in (21, 32, 33, 42)}
 _EMPTY = np.uint16(0xFFFF)  # a bin without shingles
+#: An exact sketch's first 8 bytes (little-endian; every 2-bit code in them is non-zero,
+#: so a sketch of bins reads so only with 32 given codes in its first 32 bins: 3 ** -32).
+#: Then the count of its shingles (uint32) and their top 32 bits (uint32, ascending).
+#: The C loops (_indexcore.c, _textcore.c) hold the same mark.
+EXACT_MARK = 0xAB5DFA9B6D7EAD76
+_HELD = 3  # uint32 words before the shingles: the mark's two and the count
+_ROW = 128  # shingles a document may have to be sorted in a row of a matrix (_hold_exactly)
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:
@@ -174,7 +190,7 @@ def fingerprints_and_sketches(
     texts = text_rows(work)
     core = None
     if compiled and len(texts) == len(work):
-        core = compiled_core(work, settings, hashfunc, True, SKETCH.bins, SKETCH.bits)  # type: ignore[arg-type]
+        core = compiled_core(work, settings, hashfunc, True, SKETCH.bins, SKETCH.bits, SKETCH.exact)  # type: ignore[arg-type]
     if core is not None:
         rows, fps, heads, sketches = core
         if len(rows) == len(work):
@@ -250,6 +266,8 @@ class Sketcher(Protocol):
 
     def bins_in_either(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
 
+    def exact_rows(self, sketches: np.ndarray) -> np.ndarray: ...
+
 
 @dataclass(frozen=True)
 class OnePermutation:
@@ -261,16 +279,30 @@ class OnePermutation:
     or, when both bins hold different minima, by chance (r = 1 / (2**bits - 1)); the
     estimate removes the chance agreements. Bins empty in both are left out, so a
     document with fewer shingles than bins is compared almost exactly.
+
+    Almost: two different shingles in one bin whose codes agree (1 in 3,072 at 1,024
+    bins of 2 bits) look like a shared one. Where the two sketches hold a dozen bins,
+    two such bins lift a pair of log lines of one template, each with its own id
+    (Jaccard 10/16), to 0.857; among the ~1,000 lines each meets, 313 of 50,000 were
+    taken for duplicates. So with `exact` > 0 a document of at most `exact` distinct
+    shingles is held exactly: EXACT_MARK, their count, and the top 32 bits of each,
+    ascending. Two such sketches are compared by their exact Jaccard (of those 32-bit
+    values); one beside a sketch of bins is first turned into the bins it stands for
+    (the top 26 bits of a shingle pick its bin and its minimum), so it compares as the
+    document's sketch of bins would.
     """
 
     bins: int = BINS
     bits: int = BITS
+    exact: int = 0
 
     def __post_init__(self) -> None:
         if self.bins & (self.bins - 1) or not 64 <= self.bins <= 1 << 16:
             raise ValueError("bins must be a power of two in 64 .. 65536")
         if self.bits not in (2, 4, 8):
             raise ValueError("bits must be 2, 4 or 8")
+        if not 0 <= self.exact <= self.nbytes // 4 - _HELD:
+            raise ValueError(f"exact: 0 to {self.nbytes // 4 - _HELD} shingles, as many as fit")
 
     @property
     def nbytes(self) -> int:
@@ -279,10 +311,19 @@ class OnePermutation:
     @property
     def spec(self) -> str:
         """The kind of sketch, for a stored index: only sketches of one spec compare."""
-        return f"{SHINGLES_SPEC}/oph-{self.bins}x{self.bits}-min16"
+        held = f"-exact{self.exact}" if self.exact else ""
+        return f"{SHINGLES_SPEC}/oph-{self.bins}x{self.bits}-min16{held}"
 
     def sketch(self, hashes: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """(n, nbytes) uint8 sketches of n documents' shingle hashes (runs of counts)."""
+        minima = self._minima(hashes, counts)
+        out = self._packed(minima, len(counts))
+        if self.exact:
+            self._hold_exactly(out, hashes, counts, minima)
+        return out
+
+    def _minima(self, hashes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """(n * bins) uint16: each bin's least 16-bit value, _EMPTY where it has none."""
         n, bins, log2 = len(counts), self.bins, self.bins.bit_length() - 1
         slot = np.repeat(np.arange(0, n * bins, bins, dtype=np.intp), counts)
         slot += (hashes >> np.uint64(64 - log2)).astype(np.intp)
@@ -291,6 +332,10 @@ class OnePermutation:
         values = np.minimum((hashes >> np.uint64(48 - log2)).astype(np.uint16), _EMPTY - 1)
         minima = np.full(n * bins, _EMPTY, np.uint16)
         np.minimum.at(minima, slot, values)
+        return minima
+
+    def _packed(self, minima: np.ndarray, n: int) -> np.ndarray:
+        """(n, nbytes) uint8: the bins' minima as codes, `bits` bits each."""
         # Multiply-shift maps the low 8 bits onto 1 .. 2**bits - 1; empty bins get 0.
         codes = ((minima & np.uint16(0xFF)) * np.uint16((1 << self.bits) - 1) >> np.uint16(8)) + np.uint16(1)
         codes *= minima != _EMPTY
@@ -300,8 +345,105 @@ class OnePermutation:
             packed |= codes[:, j] << np.uint8(j * self.bits)
         return packed.reshape(n, self.nbytes)
 
+    def _hold_exactly(
+        self, out: np.ndarray, hashes: np.ndarray, counts: np.ndarray, minima: np.ndarray
+    ) -> None:
+        """Rewrites as exact sketches the rows of `out` whose documents have 1 to `exact`
+        distinct shingles (their top 32 bits). Each document of at most _ROW shingles has
+        its values sorted in a row of a matrix (numpy sorts many short rows at once 30x
+        faster than one long array); a longer one is looked at alone, where it has at
+        most `exact` occupied bins (two shingles in different bins differ there)."""
+        first = np.cumsum(counts) - counts
+        narrow = np.flatnonzero((counts > 0) & (counts <= _ROW))
+        parts = [self._distinct(narrow, hashes[runs_index(first[narrow], counts[narrow])], counts[narrow])]
+        wide = np.flatnonzero(counts > _ROW)
+        occupied = np.count_nonzero(minima.reshape(len(counts), self.bins)[wide] != _EMPTY, axis=1)
+        for row in wide[occupied <= self.exact].tolist():
+            distinct = np.unique(hashes[first[row] : first[row] + counts[row]] >> _U[32]).astype(np.uint32)
+            if len(distinct) <= self.exact:
+                parts.append((np.array([row]), np.array([len(distinct)]), distinct))
+        held, held_counts, values = (np.concatenate(part) for part in zip(*parts))
+        if len(held):
+            out[held] = self._exact_sketches(values, held_counts)
+
+    def _distinct(
+        self, rows: np.ndarray, hashes: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, counts, values) of the documents `rows` (runs of `counts` <= _ROW
+        hashes) that have at most `exact` distinct top 32 bits: how many, and those
+        bits, ascending, a document after another."""
+        width = 1 << int(counts.max(initial=1) - 1).bit_length()  # a power of two from 1 to _ROW
+        top = np.full((len(rows), width), 0xFFFFFFFF, np.uint32)  # after every value, or equal
+        places = np.arange(len(hashes)) - np.repeat(np.cumsum(counts) - counts, counts)
+        top[np.repeat(np.arange(len(rows)), counts), places] = hashes >> _U[32]
+        top.sort(axis=1)
+        keep = np.arange(width) < counts[:, None]
+        keep[:, 1:] &= top[:, 1:] != top[:, :-1]
+        distinct = np.count_nonzero(keep, axis=1)
+        held = distinct <= self.exact
+        return rows[held], distinct[held], top[held][keep[held]]
+
+    def _exact_sketches(self, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """(len(counts), nbytes) uint8 exact sketches of documents of `counts` values
+        each (uint32, distinct and ascending, a document after another)."""
+        words = np.zeros((len(counts), self.nbytes // 4), "<u4")
+        words[:, 0], words[:, 1] = EXACT_MARK & 0xFFFFFFFF, EXACT_MARK >> 32
+        words[:, 2] = counts
+        places = np.arange(len(values)) - np.repeat(np.cumsum(counts) - counts, counts)
+        words[np.repeat(np.arange(len(counts)), counts), _HELD + places] = values
+        return words.view(np.uint8)
+
+    def exact_rows(self, sketches: np.ndarray) -> np.ndarray:
+        """Whether each row of an (m, nbytes) array is an exact sketch (bool)."""
+        if not self.exact:
+            return np.zeros(len(sketches), bool)
+        words = _words(sketches)
+        count = words[:, 1] & np.uint64(0xFFFFFFFF)
+        return (words[:, 0] == np.uint64(EXACT_MARK)) & (count >= 1) & (count <= self.exact)
+
+    def _held(self, sketches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(values, counts) of exact sketches: their shingles' top 32 bits, a run a row."""
+        words = np.ascontiguousarray(sketches).view("<u4")
+        counts = words[:, 2].astype(np.intp)
+        values = words[:, _HELD:][np.arange(words.shape[1] - _HELD) < counts[:, None]]
+        return values, counts
+
+    def _as_bins(self, sketches: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """`sketches`, with its exact sketches at `rows` turned into the sketches of bins
+        of the same shingles (a copy where there are any)."""
+        if not len(rows):
+            return sketches
+        values, counts = self._held(sketches[rows])
+        out = sketches.copy()
+        out[rows] = self._packed(self._minima(values.astype(np.uint64) << _U[32], counts), len(rows))
+        return out
+
+    def _exact_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Jaccard of each row pair of two arrays of exact sketches: shared values over
+        values in either (each sketch's values are distinct)."""
+        (va, na), (vb, nb) = self._held(a), self._held(b)
+        pairs = np.arange(len(a), dtype=np.uint64) << _U[32]
+        keys = np.concatenate([np.repeat(pairs, na) | va, np.repeat(pairs, nb) | vb])
+        keys.sort()
+        twice = keys[1:][keys[1:] == keys[:-1]]
+        shared = np.bincount((twice >> _U[32]).astype(np.intp), minlength=len(a))
+        return shared / (na + nb - shared)  # type: ignore[no-any-return]
+
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Estimated Jaccard of each row pair of two (m, nbytes) arrays (1.0 for two empty documents)."""
+        """Estimated Jaccard of each row pair of two (m, nbytes) arrays (1.0 for two empty
+        documents; exact where both rows are exact sketches)."""
+        exact_a, exact_b = self.exact_rows(a), self.exact_rows(b)
+        both = exact_a & exact_b
+        out = self._estimate(
+            self._as_bins(a, np.flatnonzero(exact_a & ~both)),
+            self._as_bins(b, np.flatnonzero(exact_b & ~both)),
+        )
+        if both.any():
+            out[both] = self._exact_similarity(a[both], b[both])
+        return out
+
+    def _estimate(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """similarity() of two arrays of sketches of bins."""
         a, b = _words(a), _words(b)
         nonzero_a, nonzero_b = _occupied(a, self.bits), _occupied(b, self.bits)
         equal = ~_occupied(a ^ b, self.bits)  # on the lanes: codes that agree
@@ -318,7 +460,10 @@ class OnePermutation:
     def bins_in_either(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """How many bins hold a shingle in either sketch, for each row pair of two (m,
         nbytes) arrays (int64): the union that similarity() divides by, about the
-        number of distinct shingles of the two when that is well under `bins`."""
+        number of distinct shingles of the two when that is well under `bins`. An exact
+        sketch counts the bins it stands for."""
+        a = self._as_bins(a, np.flatnonzero(self.exact_rows(a)))
+        b = self._as_bins(b, np.flatnonzero(self.exact_rows(b)))
         either = _occupied(_words(a) | _words(b), self.bits)
         return np.bitwise_count(either).sum(axis=1, dtype=np.int64)
 
@@ -341,6 +486,7 @@ class OnePermutation:
             _words(b),
             b_rows,
             self.bits,
+            self.exact,
             _LANES[self.bits],
             float(at_least),
             visit,
@@ -371,6 +517,7 @@ class OnePermutation:
             _words(b),
             b_has,
             self.bits,
+            self.exact,
             _LANES[self.bits],
             float(at_least),
             ROW_GROUP.bit_length() - 1,
@@ -424,7 +571,7 @@ def _words(sketches: np.ndarray) -> np.ndarray:
 
 
 #: The sketch verification uses (measured on benchmarks/quality.py; see its docstring).
-SKETCH = OnePermutation()
+SKETCH = OnePermutation(exact=EXACT_SHINGLES)
 SKETCH_SPEC = SKETCH.spec
 
 

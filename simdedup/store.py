@@ -37,7 +37,7 @@ from .fingerprint import FeatureHasher
 from .index import Layout
 from .read import INDEX_MAGIC
 from .settings import FINGERPRINT_SPEC_VERSION, HEAD_SPEC, Settings
-from .sketch import ALIKE_SKETCH_SPECS, SKETCH, SKETCH_SPEC
+from .sketch import ALIKE_SKETCH_SPECS, EARLIER_SKETCH_SPECS, SKETCH, SKETCH_SPEC
 from .status import (
     IndexCorruptError,
     IndexFileError,
@@ -745,11 +745,13 @@ def read_index(path: str | os.PathLike[str]) -> StoredIndex:
         )
         # Sketches of another kind (shingles defined otherwise, as before units kept the
         # words of mixed text) would not compare with this version's: their rows are read
-        # as rows without a sketch, matched on the fingerprint alone.
-        if header.get("sketch") == SKETCH_SPEC or header.get("sketch") in ALIKE_SKETCH_SPECS:
+        # as rows without a sketch, matched on the fingerprint alone. Earlier ones (before
+        # exact sketches) are read as they are: this version compares them as before.
+        sketch = header.get("sketch")
+        if sketch == SKETCH_SPEC or sketch in ALIKE_SKETCH_SPECS or sketch in EARLIER_SKETCH_SPECS:
             index.sketches, index.sketched = arrays["sketches"], arrays["sketched"]
             index.sketch = SKETCH_SPEC
-            if header["sketch"] != SKETCH_SPEC:
+            if sketch in ALIKE_SKETCH_SPECS:
                 index.alike_sketches = int(np.count_nonzero(arrays["sketched"]))
                 index.alike_sketch = str(header["sketch"])
         elif header.get("sketch") is not None:

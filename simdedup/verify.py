@@ -68,8 +68,13 @@ def too_few_bins(sketcher: Sketcher, a: np.ndarray, b: np.ndarray, ds: np.ndarra
     too. Below 10 bins, one such bin can lift a pair from under 0.8 to 1.0 (one shingle
     differing on each side). Documents that small are near-duplicates at 0.8 only when
     their shingles are all but the same, which makes their fingerprints equal (the same
-    words), so equal fingerprints are asked of them instead."""
-    return (np.asarray(ds) != 0) & (sketcher.bins_in_either(a, b) < FEWEST_BINS)
+    words), so equal fingerprints are asked of them instead. Two exact sketches
+    (sketch.OnePermutation) are compared exactly, so the rule leaves them alone: it
+    applies to sketches of bins, those stored by a simdedup before exact ones."""
+    few = (np.asarray(ds) != 0) & ~(sketcher.exact_rows(a) & sketcher.exact_rows(b))
+    if few.any():
+        few[few] = sketcher.bins_in_either(a[few], b[few]) < FEWEST_BINS
+    return few
 
 
 class VerifyingDeduplicator(Deduplicator):

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import pty
+import random
 import re
 import select
 import signal
@@ -722,10 +723,11 @@ def test_compare_finds_a_copy_by_its_head_as_scan_does(tmp_path: Path) -> None:
     assert [d["distance"] for d in group["duplicates"]] == [report["distance"]]
 
 
-def test_lines_of_a_few_words_are_duplicates_only_when_their_fingerprints_are_equal(tmp_path: Path) -> None:
-    # One shingle each, none shared: a bin in common whose codes agree (1 in 3,072
-    # pairs) read as Jaccard 1.0, and 16 of these 20,000 lines were dropped, at --verify
-    # 1.0 too. Their fingerprints differ; repeated lines still go.
+def test_lines_of_a_few_words_are_compared_by_their_exact_shingles(tmp_path: Path) -> None:
+    # One shingle each, none shared: in sketches of bins, a bin in common whose codes
+    # agree (1 in 3,072 pairs) read as Jaccard 1.0, and 16 of these 20,000 lines were
+    # dropped, at --verify 1.0 too. Their sketches now hold them exactly; repeated lines
+    # still go.
     lines = tmp_path / "lines.txt"
     lines.write_text("".join(f"line number {n}\n" for n in range(20_000)) + "line number 7\n")
     for verify in ("0.8", "1.0"):
@@ -734,11 +736,27 @@ def test_lines_of_a_few_words_are_duplicates_only_when_their_fingerprints_are_eq
         assert result.stdout == "".join(f"line number {n}\n" for n in range(20_000))
     pair = ["--text", "line number 19", "--text", "line number 19086"]
     report = json.loads(run("compare", *pair, "--json").stdout)
-    assert report["distance"] <= 4 and report["jaccard"] == 1.0  # the estimate that misled
-    assert report["too_few_bins"] is True and report["near"] is False
+    assert report["distance"] <= 4 and report["jaccard"] == 0.0 and report["jaccard_exact"] is True
+    assert report["too_few_bins"] is False and report["near"] is False
     shown = run("compare", *pair)
-    assert shown.exit_code == 1 and "which verify only with equal fingerprints" in shown.stdout
+    assert shown.exit_code == 1 and "jaccard     0.0000 of shingles, exact; at least 0.8" in shown.stdout
     assert run("compare", "--text", "line number 19", "--text", "Line number 19!").exit_code == 0
+
+
+def test_log_lines_of_one_template_are_kept_whatever_the_lines_they_meet(tmp_path: Path) -> None:
+    # Each line has its own id: Jaccard 10/16 between any two, and each meets every line
+    # kept before it. Sketches of bins read some pairs as 0.857 (two bins whose 2-bit
+    # codes agreed by chance): 313 of 50,000 such lines were dropped.
+    rng = random.Random(3)
+    ids = rng.sample(range(10**8, 10**9), 6000)
+    lines = "".join(
+        f"INFO worker started job {i} on queue default with priority normal and three retries left\n"
+        for i in ids
+    )
+    path = tmp_path / "app.log"
+    path.write_text(lines + lines.splitlines(keepends=True)[17])  # and one line again
+    result = run("filter", str(path), "-q")
+    assert result.exit_code == 0 and result.stdout == lines
 
 
 def test_compare_needs_two_documents() -> None:

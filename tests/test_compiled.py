@@ -317,6 +317,42 @@ def test_verified_pairs_keeps_the_pairs_that_reach_at_least_or_lack_a_sketch(
     assert len(want) and (at_least == 0.0 or len(want) < 400)  # some pairs kept, some not
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), at_least=st.sampled_from([0.0, 0.5, 0.8]))
+def test_the_compiled_loops_compare_exact_sketches_as_similarity_does(seed: int, at_least: float) -> None:
+    # Lines of a dozen words (exact sketches), longer texts (sketches of bins) and the same
+    # texts as sketches of bins alone (an index an earlier simdedup wrote): every pairing.
+    rng = random.Random(seed)
+    lengths = [12, 200] + [rng.choice([2, 12, 40, 55, 70, 200]) for _ in range(8)]
+    texts = [[f"w{rng.randrange(500)}" for _ in range(n)] for n in lengths]
+    for _ in range(20):  # copies with a word or two changed
+        copy = list(rng.choice(texts[:10]))
+        for _ in range(rng.randint(1, 2)):
+            copy[rng.randrange(len(copy))] = "changed"
+        texts.append(copy)
+    texts = [" ".join(words) for words in texts]
+    hashes, counts = sketch_module.shingle_hashes(texts)
+    a = SKETCH.sketch(hashes, counts)
+    b = np.concatenate([a, sketch_module.OnePermutation().sketch(hashes, counts)])
+    assert SKETCH.exact_rows(a).any() and not SKETCH.exact_rows(a).all()
+    q = np.array([rng.randrange(30) for _ in range(500)])
+    rows = np.array([rng.randrange(60) for _ in range(500)])
+    expected = SKETCH.similarity(a[q], b[rows])
+    got = SKETCH.pair_similarity(a, q, b, rows, at_least)
+    assert np.array_equal(got[expected >= at_least], expected[expected >= at_least])
+    assert np.all((got == -1.0) | (got == expected))
+    has = np.ones(60, bool)
+    verified = SKETCH.verified_pairs(a, has[:30], b, has, (q, rows, np.zeros(500, np.int64)), at_least)
+    want = expected >= at_least
+    assert sorted(zip(*(x.tolist() for x in verified[:2]), verified[3].tolist())) == sorted(
+        zip(q[want].tolist(), rows[want].tolist(), expected[want].tolist())
+    )
+
+
+def test_the_compiled_loops_share_sketch_pys_constants() -> None:
+    assert (_indexcore.EXACT_MARK, _indexcore.HELD) == (sketch_module.EXACT_MARK, sketch_module._HELD)
+
+
 def test_a_large_verified_index_leaves_no_thread_behind_for_forked_workers() -> None:
     # decide_many searches the head index in a thread once compiled loops serve the
     # index; the thread must end with the batch, since workers are forked later.

@@ -64,11 +64,23 @@ def test_compiled_fingerprints_heads_and_sketches_are_the_numpy_paths(texts: lis
     assert text_batch_fingerprints(texts, s, hasher, compiled=True) == numpy_fps
 
 
+# Texts of about 61 distinct shingles (the most an exact sketch holds), or of a few
+# repeated many times: a sketch of bins, an exact sketch, or one that only its distinct
+# shingles (not its bins) leave a sketch of bins.
+_FEW_SHINGLES = st.lists(
+    st.sampled_from(["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"]), min_size=55, max_size=75
+).map(" ".join) | st.integers(1, 400).map(lambda n: "ab cd " * n)
+
+
 @settings(max_examples=100, deadline=None)
-@given(texts=st.lists(ascii_text(), min_size=1, max_size=6), bits=st.sampled_from([2, 4, 8]))
-def test_compiled_sketches_of_other_codes_are_the_numpy_ones(texts: list[str], bits: int) -> None:
-    sketcher = OnePermutation(bits=bits)
-    _, _, sketches, done = ascii_batch(texts, heads=False, sketch_bins=sketcher.bins, sketch_bits=bits)
+@given(
+    texts=st.lists(ascii_text() | _FEW_SHINGLES, min_size=1, max_size=6),
+    bits=st.sampled_from([2, 4, 8]),
+    exact=st.sampled_from([0, 1, 40, 61]),
+)
+def test_compiled_sketches_of_other_codes_are_the_numpy_ones(texts: list[str], bits: int, exact: int) -> None:
+    sketcher = OnePermutation(bits=bits, exact=exact)
+    _, _, sketches, done = ascii_batch(texts, False, sketcher.bins, bits, exact)
     expected = sketcher.sketch(*shingle_hashes(texts))
     assert np.array_equal(sketches[done], expected[done])
 
@@ -242,6 +254,10 @@ def test_the_c_core_shares_the_python_modules_constants() -> None:
 
     assert (_textcore.HEAD_TOKENS, _textcore.VECTORIZED_MAX) == (HEAD_TOKENS, VECTORIZED_MAX)
     assert (_LANE_MAX, int(sketch_module._EMPTY)) == (_textcore.LANE_MAX, _textcore.EMPTY)
+    assert (_textcore.EXACT_MARK, _textcore.EXACT_MOST) == (
+        sketch_module.EXACT_MARK,
+        sketch_module.EXACT_SHINGLES,
+    )
 
 
 def test_the_c_core_refuses_bounds_and_outputs_that_do_not_fit() -> None:
@@ -253,16 +269,33 @@ def test_the_c_core_refuses_bounds_and_outputs_that_do_not_fit() -> None:
     bounds = np.array([0], np.int64), np.array([9], np.int64)
     with pytest.raises(ValueError, match="outside 4 bytes"):
         _textcore.ascii_documents(
-            b"abcd", *bounds, True, 0, 2, *outputs(1), np.zeros(0, np.uint8), np.zeros(1, bool)
+            b"abcd", *bounds, True, 0, 2, 0, *outputs(1), np.zeros(0, np.uint8), np.zeros(1, bool)
         )
     with pytest.raises(ValueError, match="fps"):
         _textcore.ascii_documents(
-            b"abcdefghij", *bounds, True, 0, 2, *outputs(2), np.zeros(0, np.uint8), np.zeros(1, bool)
+            b"abcdefghij", *bounds, True, 0, 2, 0, *outputs(2), np.zeros(0, np.uint8), np.zeros(1, bool)
         )
     with pytest.raises(ValueError, match="sketches"):
         _textcore.ascii_documents(
-            b"abcdefghij", *bounds, True, 4, 2, *outputs(1), np.zeros(3, np.uint8), np.zeros(1, bool)
+            b"abcdefghij", *bounds, True, 4, 2, 0, *outputs(1), np.zeros(3, np.uint8), np.zeros(1, bool)
         )
+    for exact, bins in (
+        (62, 10),
+        (-1, 10),
+        (1, 4),
+    ):  # more than fit in 256 bytes; in 4 (2 ** 4 bins of 2 bits)
+        with pytest.raises(ValueError, match="exact"):
+            _textcore.ascii_documents(
+                b"abcdefghij",
+                *bounds,
+                True,
+                bins,
+                2,
+                exact,
+                *outputs(1),
+                np.zeros(1 << bins >> 2, np.uint8),
+                np.zeros(1, bool),
+            )
     with pytest.raises(TypeError):  # read-only outputs
         _textcore.ascii_documents(
             b"abcdefghij",
@@ -270,6 +303,7 @@ def test_the_c_core_refuses_bounds_and_outputs_that_do_not_fit() -> None:
             True,
             0,
             2,
+            0,
             b"12345678",
             *outputs(1)[1:],
             np.zeros(0, np.uint8),

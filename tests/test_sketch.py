@@ -17,6 +17,8 @@ from simdedup.features import NEAR_HAN, normalize, tokenize, weigh, words
 from simdedup.fingerprint import fingerprint_batch, fingerprint_work, head_window
 from simdedup.settings import HEAD_TOKENS
 from simdedup.sketch import (
+    EXACT_SHINGLES,
+    SKETCH,
     SKETCH_BYTES,
     OnePermutation,
     fingerprints_and_sketches,
@@ -204,10 +206,73 @@ def test_similarity_compares_many_rows_at_once() -> None:
     assert got.tolist() == pytest.approx([1.0, exact(texts[0], texts[1]), 0.0, 1.0], abs=0.01)
 
 
-@pytest.mark.parametrize(("bins", "bits"), [(100, 2), (4, 2), (512, 3), (512, 1)])
-def test_one_permutation_needs_a_power_of_two_of_bins_and_whole_codes_per_byte(bins: int, bits: int) -> None:
+@pytest.mark.parametrize(
+    ("bins", "bits", "exact"), [(100, 2, 0), (4, 2, 0), (512, 3, 0), (512, 1, 0), (1024, 2, 62), (64, 2, 2)]
+)
+def test_one_permutation_needs_a_power_of_two_of_bins_and_whole_codes_per_byte(
+    bins: int, bits: int, exact: int
+) -> None:
+    # ... and exact sketches of no more shingles than fit in it (16 bytes: one)
     with pytest.raises(ValueError):
-        OnePermutation(bins, bits)
+        OnePermutation(bins, bits, exact)
+
+
+# Texts of a dozen words (a log line's), whose shingles an exact sketch holds, or about
+# as many shingles as it holds at most.
+FEW = st.lists(
+    st.sampled_from(["job", "42", "ok", "the", "queue", "7", "默认", "列"]), min_size=1, max_size=70
+).map(" ".join)
+
+
+@settings(max_examples=200)
+@given(FEW | TEXT, FEW | TEXT)
+def test_texts_of_few_shingles_are_held_exactly_and_compared_by_their_exact_jaccard(a: str, b: str) -> None:
+    sketches = text_sketches([a, b])
+    held = SKETCH.exact_rows(sketches)
+    assert held.tolist() == [0 < len(exact_shingles(t)) <= EXACT_SHINGLES for t in (a, b)]
+    if held.all():
+        assert similarity(sketches[:1], sketches[1:])[0] == exact(a, b)
+
+
+def test_template_log_lines_with_their_own_ids_are_not_taken_for_copies() -> None:
+    # Jaccard 10/16 for any two: 3 of 13 shingles hold the id. In sketches of bins, two
+    # different shingles of a bin whose 2-bit codes agree (1 in 3,072) look shared, and
+    # two such bins read 0.857: among 300 lines' 44,850 pairs, some do.
+    rng = random.Random(5)
+    lines = [
+        f"INFO worker started job {rng.randrange(10**9):09d} on queue default with priority normal and three"
+        " retries left"
+        for _ in range(300)
+    ]
+    a, b = np.triu_indices(len(lines), 1)
+    bins = OnePermutation().sketch(*shingle_hashes(lines))
+    assert OnePermutation().similarity(bins[a], bins[b]).max() >= 0.8  # so this test can fail
+    sketches = text_sketches(lines)
+    assert set(similarity(sketches[a], sketches[b]).tolist()) == {10 / 16}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        FEW | TEXT | st.integers(62, 300).map(lambda n: " ".join(f"w{i % 97}" for i in range(n))),
+        min_size=2,
+        max_size=10,
+    )
+)
+def test_an_exact_sketch_compares_with_a_sketch_of_bins_as_its_own_bins_would(texts: list[str]) -> None:
+    # Beside a sketch of bins (a longer text, or one an earlier simdedup stored), an exact
+    # sketch stands for the bins of the same shingles: the same floats and the same union.
+    bins_only = OnePermutation()
+    hashes, counts = shingle_hashes(texts)
+    new, old = SKETCH.sketch(hashes, counts), bins_only.sketch(hashes, counts)
+    a, b = (x.ravel() for x in np.meshgrid(range(len(texts)), range(len(texts))))
+    assert SKETCH.bins_in_either(new[a], old[b]).tolist() == bins_only.bins_in_either(old[a], old[b]).tolist()
+    assert SKETCH.similarity(new[a], old[b]).tolist() == bins_only.similarity(old[a], old[b]).tolist()
+    one_side = ~(SKETCH.exact_rows(new[a]) & SKETCH.exact_rows(new[b]))
+    assert (
+        SKETCH.similarity(new[a], new[b])[one_side].tolist()
+        == bins_only.similarity(old[a], old[b])[one_side].tolist()
+    )
 
 
 # Texts (English, Chinese, accented, empty) and documents given as feature dicts.

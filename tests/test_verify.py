@@ -21,7 +21,8 @@ from simdedup.cli import main
 from simdedup.dedup import Deduplicator
 from simdedup.fingerprint import fingerprint_texts
 from simdedup.settings import HEAD_TOKENS
-from simdedup.sketch import SKETCH_BYTES, text_sketches
+from simdedup.sketch import EXACT_MARK, SKETCH_BYTES, OnePermutation, text_sketches
+from simdedup.sketch import shingle_hashes as shingle_runs
 from simdedup.verify import FEWEST_BINS, VerifyingDeduplicator, deduplicator
 
 WORDS = "the quick brown fox jumps over the lazy dog near the river bank today"
@@ -151,6 +152,29 @@ def test_preloaded_rows_with_sketches_are_verified() -> None:
         dd.extend([stored.fingerprint], ["again"], text_sketches([WORDS, WORDS]))
 
 
+def test_a_few_words_verify_on_their_exact_shingles_and_stored_bins_only_when_equal() -> None:
+    # Two lines of a few words, one shingle each and none shared: a stored sketch of bins
+    # (an earlier simdedup's) read 1.0 from one bin whose 2-bit codes agreed, so such
+    # pairs verify only with equal fingerprints; exact sketches read 0.0.
+    stored, line = "line number 19", "line number 19086"
+    [fp] = fingerprint_texts([stored])
+    bins = OnePermutation().sketch(*shingle_runs([stored]))
+    assert OnePermutation().similarity(bins, OnePermutation().sketch(*shingle_runs([line])))[0] == 1.0
+    for sketches in (bins, text_sketches([stored])):
+        dd = VerifyingDeduplicator()
+        dd.extend([fp], ["stored"], sketches)
+        assert dd.process(docs(line))[0].status == "unique"
+        assert dd.process(docs(stored))[0].duplicate_of == "stored"
+    # Exact shingles need no such rule: a line and its copy with a word added (6 of 7
+    # shingles shared, 7 bins between them) are near-duplicates where k reaches them.
+    short, longer = (
+        "alpha beta gamma delta epsilon zeta eta theta",
+        "alpha beta gamma delta epsilon zeta eta theta iota",
+    )
+    decided = VerifyingDeduplicator(Settings(distance=8)).process(docs(short, longer))
+    assert [d.status for d in decided] == ["unique", "duplicate"] and decided[1].distance == 7
+
+
 def test_preloaded_rows_flagged_without_a_sketch_are_matched_on_the_fingerprint() -> None:
     [stored] = Deduplicator().process(docs(WORDS))
     dd = VerifyingDeduplicator()
@@ -276,6 +300,11 @@ def bins_with_shingles(a: np.ndarray, b: np.ndarray) -> int:
     return sum(1 for x, y in zip(*codes) if x or y)
 
 
+def held_whole(sketch: np.ndarray) -> bool:
+    """Whether a default sketch is an exact one: it starts with the mark."""
+    return sketch[:8].tobytes() == EXACT_MARK.to_bytes(8, "little")
+
+
 def one_at_a_time(
     dd: VerifyingDeduplicator,
     docs: list[Document],
@@ -322,8 +351,10 @@ def one_at_a_time(
                 continue
             if has and other_has:
                 sim = float(dd.sketcher.similarity(sketch[None], other_sketch[None])[0])
-                if sim < dd.min_jaccard or (
-                    d != 0 and bins_with_shingles(sketch, other_sketch) < FEWEST_BINS
+                if sim < dd.min_jaccard or (  # a few bins verify only with equal fingerprints...
+                    d != 0
+                    and not (held_whole(sketch) and held_whole(other_sketch))  # ...unless held exactly
+                    and bins_with_shingles(sketch, other_sketch) < FEWEST_BINS
                 ):
                     continue
                 key = (0, -sim, d, row)
