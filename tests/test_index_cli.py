@@ -28,7 +28,7 @@ from simdedup import store as store_module
 from simdedup.cli import PIPELINE_BATCH, main
 from simdedup.report import ReportWriter
 from simdedup.settings import FINGERPRINT_SPEC_VERSION
-from simdedup.sketch import SKETCH_SPEC
+from simdedup.sketch import SKETCH, SKETCH_SPEC
 from simdedup.store import StoredIndex, jieba_record, lock_path, read_index, write_index
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,6 +145,26 @@ def test_sketches_of_an_alike_kind_are_named_and_used(
     stored = read_index(path)
     assert stored.sketch == SKETCH_SPEC and stored.sketched is not None and stored.sketched.all()
     assert "older simdedup" not in run("scan", str(day2), "--index", str(path)).stderr
+
+
+def test_sketches_from_before_exact_ones_are_read_as_they_are(
+    tmp_path: Path, day1: Path, day2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simdedup.sketch as sketch
+    import simdedup.store as store
+
+    path = tmp_path / "bins.sdx"
+    with monkeypatch.context() as m:  # written before short documents were held exactly
+        m.setattr(store, "SKETCH_SPEC", "units3-words-han1-xxh3-fmix64/oph-1024x2-min16")
+        m.setattr(sketch, "SKETCH", sketch.OnePermutation())  # its sketches: bins alone
+        assert run("scan", str(day1), "--index", str(path)).exit_code == 0
+    assert not SKETCH.exact_rows(read_index(path).sketches).any()
+    info = run("index", "info", str(path)).stdout
+    assert f"verification sketches: 6 of 6 rows ({SKETCH_SPEC})\n" in info.replace("; head", "\n")
+    result = run("scan", str(day2), "--index", str(path))
+    assert result.exit_code == 0 and "older" not in result.stderr
+    assert [r["status"] for r in tsv(result.stdout)] == ["kept", "duplicate", "kept", "duplicate"]
+    assert read_index(path).sketch == SKETCH_SPEC == "units3-words-han1-xxh3-fmix64/oph-1024x2-min16-exact61"
 
 
 def test_heads_of_an_older_kind_are_named_and_not_used(
