@@ -6,9 +6,10 @@ word characters of a Han one (SHINGLES_SPEC; the README's verification paragraph
 A sketch is SKETCH_BYTES (256) bytes whatever the text's length: one-permutation
 hashing, 1,024 bins of 2 bits, picked on benchmarks/quality.py against exact Jaccard:
 with head candidates (verify.py), pair F1 0.013 and 0.003 below exact Jaccard's, where
-512 bins (128 bytes) lost 0.022 and 0.008. A text of at most EXACT_SHINGLES distinct
-shingles is held exactly instead (the top 32 bits of each, sorted), and two such texts
-are compared by their exact Jaccard (OnePermutation).
+512 bins (128 bytes) lost 0.022 and 0.008 (0.011 and 0.005 since exact sketches, stop
+41). A text of at most EXACT_SHINGLES distinct shingles is held exactly instead (the top
+32 bits of each, sorted), and two such texts are compared by their exact Jaccard
+(OnePermutation).
 Pure functions over batches: a document's sketch never depends on the batch it is in.
 fingerprints_and_sketches() makes a batch's fingerprints and sketches in one pass over
 its texts. Never prints, never reads files.
