@@ -527,6 +527,12 @@ class Gathered:
         """None of these sketches is an exact sketch in sketch.OnePermutation's sense."""
         return np.zeros(len(sketches), bool)
 
+    def as_bins(self, sketches: np.ndarray) -> np.ndarray:
+        return sketches
+
+    def check(self, sketches: np.ndarray) -> None:
+        pass
+
 
 @dataclass(frozen=True)
 class ExactShingles(Gathered):

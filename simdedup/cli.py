@@ -56,6 +56,7 @@ from .parallel import (
     fingerprint_batches,
     ordered_map,
 )
+from .prefixes import PREFIX_CROWD
 from .read import (
     CHUNK_BYTES,
     JSON_SPACE,
@@ -2524,7 +2525,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
 
     Each FILE is one whole document. Exits 0 when the two are near-duplicates as scan
     decides (within the distance, or their heads within it: 32 tokens from the smallest
-    token hash; and with --verify's Jaccard), 1 when they are not.
+    token hash, or both short, of at most 61 distinct shingles; and with --verify's
+    Jaccard), 1 when they are not.
 
     \b
     Examples:
@@ -2573,7 +2575,10 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     exactly = bool(SKETCH.exact_rows(sketches).all())  # both held whole (sketch.OnePermutation)
     # Heads are a candidate source of verification only (verify.VerifyingDeduplicator).
     head_d = hamming(ha, hb) if ha is not None and hb is not None and verify is not None else None
-    candidate = d <= settings.distance or (head_d is not None and head_d <= settings.distance)
+    # Two short documents are candidates by their shingles' prefixes (prefixes.py), where
+    # they reach the Jaccard; scan skips a value held by PREFIX_CROWD kept documents.
+    by_prefix = exactly and verify is not None
+    candidate = d <= settings.distance or (head_d is not None and head_d <= settings.distance) or by_prefix
     near = candidate and (verify is None or (jaccard >= verify and not few))
     # The index's blocks: two documents are candidates when they agree on a whole key.
     # From k = 7 none: every query is compared with every stored row (--json said 8).
@@ -2605,6 +2610,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         "similarity": round(1 - d / settings.bits, 6),
         "jaccard": round(jaccard, 6),
         "jaccard_exact": exactly,
+        "by_prefix": by_prefix,
         "too_few_bins": few,
         "verify": verify,
         "near": near,
@@ -2625,6 +2631,11 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
 
         verdict = "near-duplicates" if near else "not near-duplicates"
         checked = "not checked (--no-verify)" if verify is None else f"at least {verify:g} to verify"
+        if by_prefix and d > settings.distance:
+            checked += (
+                "; short documents are candidates by their shingles whatever the distance (scan"
+                f" skips a shingle {PREFIX_CROWD} kept documents begin with)"
+            )
         if few and verify is not None:
             checked += (
                 f"; from fewer than {FEWEST_BINS} shingle bins between them, which verify only with"

@@ -6,10 +6,10 @@ word characters of a Han one (SHINGLES_SPEC; the README's verification paragraph
 A sketch is SKETCH_BYTES (256) bytes whatever the text's length: one-permutation
 hashing, 1,024 bins of 2 bits, picked on benchmarks/quality.py against exact Jaccard:
 with head candidates (verify.py), pair F1 0.013 and 0.003 below exact Jaccard's, where
-512 bins (128 bytes) lost 0.022 and 0.008 (0.011 and 0.005 since exact sketches, stop
-41). A text of at most EXACT_SHINGLES distinct shingles is held exactly instead (the top
-32 bits of each, sorted), and two such texts are compared by their exact Jaccard
-(OnePermutation).
+512 bins (128 bytes) lost 0.022 and 0.008 (on the set as this machine read it then;
+stop 41: 1,024 bins cost 0.014 English before exact sketches, 0.010 with them). A text
+of at most EXACT_SHINGLES distinct shingles is held exactly instead (the top 32 bits of
+each, sorted), and two such texts are compared by their exact Jaccard (OnePermutation).
 Pure functions over batches: a document's sketch never depends on the batch it is in.
 fingerprints_and_sketches() makes a batch's fingerprints and sketches in one pass over
 its texts. Never prints, never reads files.
@@ -269,6 +269,10 @@ class Sketcher(Protocol):
 
     def exact_rows(self, sketches: np.ndarray) -> np.ndarray: ...
 
+    def as_bins(self, sketches: np.ndarray) -> np.ndarray: ...
+
+    def check(self, sketches: np.ndarray) -> None: ...
+
 
 @dataclass(frozen=True)
 class OnePermutation:
@@ -402,6 +406,18 @@ class OnePermutation:
         count = words[:, 1] & np.uint64(0xFFFFFFFF)
         return (words[:, 0] == np.uint64(EXACT_MARK)) & (count >= 1) & (count <= self.exact)
 
+    def check(self, sketches: np.ndarray) -> None:
+        """Refuses exact sketches whose values do not ascend (ValueError): made by hand,
+        they compared otherwise in numpy and in the compiled loops (a review)."""
+        exact = np.flatnonzero(self.exact_rows(sketches))
+        if len(exact):
+            words = np.ascontiguousarray(sketches[exact]).view("<u4").astype(np.int64)
+            steps = np.diff(words[:, _HELD:], axis=1)
+            inside = np.arange(1, steps.shape[1] + 1) < words[:, 2:3]
+            bad = np.flatnonzero(((steps <= 0) & inside).any(axis=1))
+            if len(bad):
+                raise ValueError(f"sketch {int(exact[bad[0]])}: an exact sketch's values do not ascend")
+
     def _held(self, sketches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(values, counts) of exact sketches: their shingles' top 32 bits, a run a row."""
         words = np.ascontiguousarray(sketches).view("<u4")
@@ -419,15 +435,23 @@ class OnePermutation:
         out[rows] = self._packed(self._minima(values.astype(np.uint64) << _U[32], counts), len(rows))
         return out
 
+    def as_bins(self, sketches: np.ndarray) -> np.ndarray:
+        """The sketches with each exact one turned into the sketch of bins of the same
+        shingles: what an earlier simdedup made of the same text (the array itself
+        where none is exact)."""
+        return self._as_bins(sketches, np.flatnonzero(self.exact_rows(sketches)))
+
     def _exact_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Jaccard of each row pair of two arrays of exact sketches: shared values over
         values in either (each sketch's values are distinct)."""
         (va, na), (vb, nb) = self._held(a), self._held(b)
         pairs = np.arange(len(a), dtype=np.uint64) << _U[32]
-        keys = np.concatenate([np.repeat(pairs, na) | va, np.repeat(pairs, nb) | vb])
-        keys.sort()
-        twice = keys[1:][keys[1:] == keys[:-1]]
-        shared = np.bincount((twice >> _U[32]).astype(np.intp), minlength=len(a))
+        # b's keys ascend already (pair by pair, values ascending): a's are looked up in
+        # them (a sort of both was 5x slower than the estimate, a review)
+        a_keys, b_keys = np.repeat(pairs, na) | va, np.repeat(pairs, nb) | vb
+        at = np.minimum(b_keys.searchsorted(a_keys), max(len(b_keys) - 1, 0))
+        found = b_keys[at] == a_keys if len(b_keys) else np.zeros(len(a_keys), bool)
+        shared = np.bincount((a_keys[found] >> _U[32]).astype(np.intp), minlength=len(a))
         return shared / (na + nb - shared)  # type: ignore[no-any-return]
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

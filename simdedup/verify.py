@@ -39,6 +39,7 @@ from .dedup import (
 from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
 from .index import COMPILED_BRUTE_FORCE, BlockIndex, distances, fingerprint_array, near_pair_arrays
+from .prefixes import PREFIX_CROWD, PrefixIndex, pairs_in_groups, prefixes
 from .read import Document
 from .settings import CROWD, HEAD_CROWD, MIN_JACCARD, Settings
 from .sketch import SHINGLE, SKETCH, Sketcher, fingerprints_and_sketches
@@ -82,14 +83,16 @@ class VerifyingDeduplicator(Deduplicator):
     estimated from sketches; of those that do, the most similar kept document wins
     (ties: the nearest fingerprint, then the earliest row). None verified: kept.
 
-    Candidates come from two places: kept documents whose fingerprint is within the
-    distance, and kept documents whose head fingerprint (of HEAD_TOKENS tokens from the
-    one with the smallest hash, fingerprint.head_window) is within the distance of this
-    document's head. Heads find copies that were truncated or gained or lost a header or
-    a footer, whose whole fingerprints moved; a head candidate is a duplicate only if
-    verified. A head within the distance of more than HEAD_CROWD kept heads is
-    boilerplate (a site's navigation): it gives no candidates and is not kept, which
-    bounds the work any one head can cause.
+    Candidates come from three places: kept documents whose fingerprint is within the
+    distance; for a short document (an exact sketch), the kept ones filed under a value
+    of its prefix (prefixes.py: the first PREFIX_CROWD kept documents holding it; not
+    with crowds, nor for unindexed rows); and kept documents whose head fingerprint (of
+    HEAD_TOKENS tokens from the one with the smallest hash, fingerprint.head_window) is
+    within the distance of this document's head. Heads find copies that were truncated
+    or gained or lost a header or a footer, whose whole fingerprints moved; a head
+    candidate is a duplicate only if verified. A head within the distance of more than
+    HEAD_CROWD kept heads is boilerplate (a site's navigation): it gives no candidates
+    and is not kept, which bounds the work any one head can cause.
 
     Crowds: a document kept while `crowd` or more indexed kept documents are within the
     distance of it (all the candidates its search met, verified or not) is stored
@@ -145,6 +148,8 @@ class VerifyingDeduplicator(Deduplicator):
         # The heads of the rows that have one: head_index row h is row _head_rows[h].
         self.head_index = BlockIndex(self.settings.bits, self.index.distance)
         self._head_rows = np.zeros(0, np.int64)
+        # The prefix values of the kept rows with an exact sketch (prefixes.py).
+        self.prefix_index = PrefixIndex()
 
     def __getstate__(self) -> dict[str, Any]:
         """A pickle (a Dask worker's state, copy.deepcopy) holds the sketches of the rows
@@ -206,6 +211,12 @@ class VerifyingDeduplicator(Deduplicator):
         self._head_rows[start : start + len(rows)] = rows
         self.head_index.add_many(heads)
 
+    def _add_prefixes(self, sketches: np.ndarray, has: np.ndarray, rows: np.ndarray) -> None:
+        """File the prefix values of these kept rows (ascending) that have an exact sketch."""
+        if not self.crowd:
+            at, values = prefixes(self.sketcher, sketches, has, self.min_jaccard)
+            self.prefix_index.add(rows[at], values)
+
     def _check(self) -> None:
         assert self._sketches.shape == (len(self._has), self.sketcher.nbytes)
         assert len(self._has) >= len(self.ids) == len(self.index)
@@ -248,6 +259,7 @@ class VerifyingDeduplicator(Deduplicator):
                 raise ValueError(f"{n} rows but sketches of shape {sketches.shape}")
             if sketches.dtype != np.uint8:
                 raise ValueError(f"sketches are a uint8 array (sketch_array's), not {sketches.dtype}")
+            self.sketcher.check(sketches)
             has = np.ones(n, bool) if has is None else np.asarray(has, bool)
             if has.shape != (n,):
                 raise ValueError(f"{n} rows but {has.shape} sketch flags")
@@ -269,21 +281,27 @@ class VerifyingDeduplicator(Deduplicator):
         self._sketches[before:after] = sketches
         self._sketches[before:after][~has] = 0
         self._has[before:after] = has
+        # an unindexed row is found only as an exact copy (see the class)
+        filed = has if indexed is None else has & indexed
+        self._add_prefixes(self._sketches[before:after], filed, np.arange(before, after))
         if heads is not None and headed is not None:
             self._add_heads(heads[headed], before + np.flatnonzero(headed))
         if indexed is not None:
             self._add_copies(before + np.flatnonzero(~indexed & has))
 
-    def _copy_key(self, words: np.ndarray, sketch: np.ndarray) -> int:
-        """What _copies files a fingerprint (one row of words) and a sketch under: the
-        same in every process (a pickled Deduplicator looks up what it filed)."""
-        return xxhash.xxh3_64_intdigest(words.tobytes() + sketch.tobytes())
+    def _copy_key(self, words: np.ndarray, bins: np.ndarray) -> int:
+        """What _copies files a fingerprint (one row of words) and a sketch (in its bins,
+        Sketcher.as_bins) under: the same in every process (a pickled Deduplicator looks
+        up what it filed). In bins, so that a row an earlier simdedup stored (a sketch
+        of bins) and its copy sketched now (exact, if short) file alike (a review: old
+        --crowd indexes lost every exact copy)."""
+        return xxhash.xxh3_64_intdigest(words.tobytes() + bins.tobytes())
 
     def _add_copies(self, rows: np.ndarray) -> None:
         """File these rows (unindexed, with a sketch) in _copies."""
         words = self.index.rows_of(rows)
-        for row, fp in zip(rows.tolist(), words):
-            key = self._copy_key(fp, self._sketches[row])
+        for row, fp, bins in zip(rows.tolist(), words, self.sketcher.as_bins(self._sketches[rows])):
+            key = self._copy_key(fp, bins)
             if self._copies.setdefault(key, row) != row:
                 self._more_copies.setdefault(key, []).append(row)
 
@@ -295,15 +313,16 @@ class VerifyingDeduplicator(Deduplicator):
         q: list[int] = []
         rows: list[int] = []
         if self._copies:
+            bins = self.sketcher.as_bins(mine)
             for pos in np.flatnonzero(has_mine).tolist():
-                key = self._copy_key(words[pos], mine[pos])
+                key = self._copy_key(words[pos], bins[pos])
                 row = self._copies.get(key)
                 if row is None:
                     continue
                 for r in (row, *self._more_copies.get(key, ())):
-                    if np.array_equal(self._sketches[r], mine[pos]) and np.array_equal(
-                        self.index.rows_of(np.array([r]))[0], words[pos]
-                    ):
+                    if np.array_equal(
+                        self.sketcher.as_bins(self._sketches[r : r + 1])[0], bins[pos]
+                    ) and np.array_equal(self.index.rows_of(np.array([r]))[0], words[pos]):
                         q.append(pos)
                         rows.append(r)
                         break
@@ -446,11 +465,13 @@ class VerifyingDeduplicator(Deduplicator):
             ok = ~(pair_sims < self.min_jaccard)
             first, second, pair_ds, pair_sims = first[ok], second[ok], pair_ds[ok], pair_sims[ok]
             head = later.result() if later is not None else heads_of()
+        prefix = _Prefixes.of(self, fparray, mine, has_mine)
         base = len(self.index)
         walked = np.zeros(len(present), bool)
         walked[q] = True
         walked[second] = True
         walked[head.walked] = True
+        walked[prefix.walked] = True
         kept = (~walked).tolist()
         calm = [True] * len(present)  # whether a document's head is below the crowd
         # Whether a kept document is indexed: below the crowd (see the class). Those that
@@ -477,11 +498,14 @@ class VerifyingDeduplicator(Deduplicator):
                 candidates.setdefault(j, []).append((-1 - i, d, sim, False))
             for pos, row, d, sim in head.candidates():
                 candidates.setdefault(pos, []).append((row, d, sim, True))
+            for pos, row, d, sim in prefix.candidates():
+                candidates.setdefault(pos, []).append((row, d, sim, False))
             for pos in walk.tolist():
                 if walked[pos]:
                     calm[pos] = head.calm(pos, kept, calm)
                 best: tuple[int, float, int, int] | None = None
-                for row, d, sim, by_head in candidates.get(pos, ()):
+                late = prefix.late_candidates(pos)
+                for row, d, sim, by_head in (*candidates.get(pos, ()), *late):
                     if by_head and not calm[pos]:
                         continue
                     if row < 0:  # an earlier document of this batch: only if it was kept
@@ -502,6 +526,7 @@ class VerifyingDeduplicator(Deduplicator):
                         indexed[pos] = met < self.crowd
                 else:
                     target[pos] = (best[3], best[2])
+                prefix.decided(pos, kept[pos])
         is_kept = np.array(kept, bool)
         new = np.flatnonzero(is_kept)
         new_rows = np.full(len(present), -1, np.int64)
@@ -523,6 +548,10 @@ class VerifyingDeduplicator(Deduplicator):
         self._add_copies(new_rows[is_kept][~is_indexed & has_mine[is_kept]])
         heads_kept = is_kept[head.pos] & np.array(calm, bool)[head.pos]
         self._add_heads(head.fps[heads_kept], new_rows[head.pos[heads_kept]])
+        kept_ones = is_kept[prefix.pos]
+        self.prefix_index.add(
+            new_rows[prefix.pos[kept_ones]], prefix.values[kept_ones], prefix.filed[kept_ones]
+        )
         return decisions
 
     def _search_kept(
@@ -681,7 +710,11 @@ class VerifyingDeduplicator(Deduplicator):
         # Kept rows by head: only calm heads' candidates, all verified (_Heads.of).
         head = _Heads.of(self, docs, present, heads, fparray, mine, has_mine, batch=False)
         by_head = (head.q, head.rows, head.ds, head.sims)
-        q, found, ds, sims = (np.concatenate(x) for x in zip((q, found, ds, sims), copies, by_head))
+        prefix = _Prefixes.of(self, fparray, mine, has_mine, batch=False)
+        by_prefix = (prefix.q, prefix.rows, prefix.ds, prefix.sims)
+        q, found, ds, sims = (
+            np.concatenate(x) for x in zip((q, found, ds, sims), copies, by_head, by_prefix)
+        )
         unverified = np.isnan(sims)
         order = np.lexsort((found, ds, -np.nan_to_num(sims), unverified, q))
         first = order[np.r_[True, q[order][1:] != q[order][:-1]]] if len(order) else order
@@ -739,6 +772,7 @@ class VerifyingDeduplicator(Deduplicator):
                     f"sketches are a uint8 array (fingerprints_and_sketches makes them), not {sketches.dtype}"
                 )
             mine = sketches[present]
+            self.sketcher.check(mine)
         else:
             mine = np.zeros((len(present), self.sketcher.nbytes), np.uint8)
             texts = [docs[i].text for i, h in zip(present, has.tolist()) if h]
@@ -896,6 +930,142 @@ class _Heads:
 
 
 _NONE = np.zeros(0, np.int64)
+
+
+@dataclass
+class _Prefixes:
+    """A batch's prefix values (prefixes.py) and what they find, for decide_many's walk.
+
+    `pos`, `values`: the prefix values of the batch positions with an exact sketch, a
+    position's after another's. Candidates that verified: (q, rows, ds, sims) with rows
+    >= 0 a kept row (filed under a value q holds) and rows < 0 an earlier batch
+    position i as -1 - i, one of the first `room` of the batch's holders of a value
+    (room: PREFIX_CROWD less the rows filed under it), which is a candidate if it was
+    kept. A later holder is one too if it was kept while fewer than `room` were: only
+    when an earlier one was not kept, so it is verified in the walk (late_candidates).
+    Every position that holds a value with another is walked, in order (decided)."""
+
+    dd: VerifyingDeduplicator
+    fparray: np.ndarray
+    mine: np.ndarray
+    has_mine: np.ndarray
+    pos: np.ndarray
+    values: np.ndarray
+    filed: np.ndarray  # rows filed under each value before the batch
+    q: np.ndarray
+    rows: np.ndarray
+    ds: np.ndarray
+    sims: np.ndarray
+    # position -> [(group, its place in the group)], for groups of two or more holders
+    member: dict[int, list[tuple[int, int]]]
+    room: list[int]
+    held: list[int]  # kept holders of each group so far, in the walk
+    late: list[list[int]]  # kept holders of each group past its room, within it
+
+    @classmethod
+    def of(
+        cls,
+        dd: VerifyingDeduplicator,
+        fparray: np.ndarray,
+        mine: np.ndarray,
+        has_mine: np.ndarray,
+        batch: bool = True,
+    ) -> _Prefixes:
+        bits = dd.settings.bits
+        none = np.zeros(0, np.int64)
+        if dd.crowd:
+            pos, values = none, np.zeros(0, np.uint32)
+        else:
+            pos, values = prefixes(dd.sketcher, mine, has_mine, dd.min_jaccard)
+        filed, which, rows = dd.prefix_index.lookup(values)
+        q, rows = _once(pos[which], rows)  # a pair once, however many values it shares
+        ds = dd.index.distances_to(rows, fparray[q])
+        parts = [(q, rows, ds, dd._similarities(mine, has_mine, q, dd._sketches, dd._has, rows, ds))]
+        member: dict[int, list[tuple[int, int]]] = {}
+        room: list[int] = []
+        if batch and len(pos) > 1:
+            order = np.lexsort((pos, values))
+            v = values[order]
+            starts = np.flatnonzero(np.r_[True, v[1:] != v[:-1]])
+            sizes = np.diff(np.r_[starts, len(v)])
+            group_room = PREFIX_CROWD - filed[order][starts]
+            first, second = pairs_in_groups(order, values, _placed(order, np.repeat(group_room, sizes)))
+            second, first = _once(pos[second], pos[first])
+            ds = distances(fparray[second], fparray[first], bits)
+            sims = dd._similarities(mine, has_mine, second, mine, has_mine, first, ds)
+            parts.append((second, -1 - first, ds, sims))
+            # Only where a group holds more than its room do its holders' decisions
+            # count (which of them fill it), so only then are they walked.
+            counted = (sizes > group_room) & (group_room > 0)
+            room = group_room[counted].tolist()
+            for g, (start, size) in enumerate(zip(starts[counted].tolist(), sizes[counted].tolist())):
+                for place, at in enumerate(pos[order[start : start + size]].tolist()):
+                    member.setdefault(at, []).append((g, place))
+        q, rows, ds, sims = (np.concatenate(x) for x in zip(*parts))
+        ok = sims >= dd.min_jaccard
+        return cls(
+            dd,
+            fparray,
+            mine,
+            has_mine,
+            pos,
+            values,
+            filed,
+            q[ok],
+            rows[ok],
+            ds[ok],
+            sims[ok],
+            member,
+            room,
+            [0] * len(room),
+            [[] for _ in room],
+        )
+
+    @property
+    def walked(self) -> np.ndarray:
+        return np.concatenate([self.q, np.array(list(self.member), np.int64)])
+
+    def candidates(self) -> Iterable[tuple[int, int, int, float]]:
+        return zip(self.q.tolist(), self.rows.tolist(), self.ds.tolist(), self.sims.tolist())
+
+    def late_candidates(self, pos: int) -> list[tuple[int, int, float, bool]]:
+        """(row, d, sim, False) of the kept holders past their group's room (below
+        PREFIX_CROWD kept holders) that share a value with `pos` and verify with it."""
+        earlier = sorted({i for g, _ in self.member.get(pos, ()) for i in self.late[g]})
+        if not earlier:
+            return []
+        firsts = np.array(earlier, np.int64)
+        q = np.full(len(firsts), pos, np.int64)
+        ds = distances(self.fparray[q], self.fparray[firsts], self.dd.settings.bits)
+        sims = self.dd._similarities(self.mine, self.has_mine, q, self.mine, self.has_mine, firsts, ds)
+        ok = sims >= self.dd.min_jaccard
+        return [
+            (-1 - i, d, sim, False)
+            for i, d, sim in zip(firsts[ok].tolist(), ds[ok].tolist(), sims[ok].tolist())
+        ]
+
+    def decided(self, pos: int, kept: bool) -> None:
+        """Counts `pos` among the kept holders of its groups, once decided (in order)."""
+        if not kept:
+            return
+        for g, place in self.member.get(pos, ()):
+            if self.held[g] < self.room[g] and place >= self.room[g]:
+                self.late[g].append(pos)
+            self.held[g] += 1
+
+
+def _once(q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (q, rows) (ints below 2 ** 32) each once, in ascending order."""
+    pairs = np.sort((q.astype(np.int64) << 32) | rows)
+    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if len(pairs) else pairs
+    return pairs >> 32, pairs & 0xFFFFFFFF
+
+
+def _placed(order: np.ndarray, by_sorted: np.ndarray) -> np.ndarray:
+    """Values given in `order`'s sorted order, put back in the entries' own order."""
+    out = np.empty_like(by_sorted)
+    out[order] = by_sorted
+    return out
 
 
 def _beside() -> ThreadPoolExecutor:

@@ -743,6 +743,26 @@ def test_lines_of_a_few_words_are_compared_by_their_exact_shingles(tmp_path: Pat
     assert run("compare", "--text", "line number 19", "--text", "Line number 19!").exit_code == 0
 
 
+def test_short_lines_and_their_copies_a_word_apart_are_found_whatever_their_fingerprints(
+    tmp_path: Path,
+) -> None:
+    # A word appended to a line of 12-20 words moves its fingerprint past k = 4 about
+    # half the time; their shingles (Jaccard 0.8 or more) find them all.
+    rng = random.Random(4)
+    vocabulary = [f"w{i}" for i in range(3000)]
+    lines = [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(12, 20))) for _ in range(300)]
+    copies = [f"{line} today" for line in lines]
+    path = tmp_path / "lines.txt"
+    path.write_text("".join(f"{line}\n" for line in lines + copies))
+    result = run("scan", str(path), "--format", "jsonl")
+    groups = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(groups) == 300 and all(len(g["duplicates"]) == 1 for g in groups)
+    assert sum(g["duplicates"][0]["distance"] > 4 for g in groups) > 50  # beyond k
+    assert run("filter", str(path), "-q").stdout == "".join(f"{line}\n" for line in lines)
+    far = json.loads(run("compare", "--text", lines[0], "--text", copies[0], "--json").stdout)
+    assert far["near"] is True and far["by_prefix"] is True and far["jaccard_exact"] is True
+
+
 def test_log_lines_of_one_template_are_kept_whatever_the_lines_they_meet(tmp_path: Path) -> None:
     # Each line has its own id: Jaccard 10/16 between any two, and each meets every line
     # kept before it. Sketches of bins read some pairs as 0.857 (two bins whose 2-bit

@@ -722,7 +722,7 @@ def test_results_on_a_terminal_show_ids_inert_and_redirected_keep_them(
         folder.mkdir(exist_ok=True)
         (folder / "c\x1b[2Jr.txt").write_text(LINE)
         (folder / "n\nl.txt").write_text(OTHER)
-        (folder / os.fsdecode(b"x\xff.txt")).write_text(f"{OTHER} and more")
+        (folder / os.fsdecode(b"x\xff.txt")).write_text(f"{LINE} {OTHER}")  # near neither (Jaccard 0.5)
         shown = (
             ["c\\x1b[2Jr.txt", "n\\nl.txt", "x\\xff.txt"]
             if terminal

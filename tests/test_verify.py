@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import importlib
+import math
 import pickle
 import random
 import sys
 from pathlib import Path
 
+import hypothesis
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from exact import exact_shingles as shingle_hashes
 from exact import head_of_words, jaccard
+from hypothesis import strategies as st
 
 from simdedup import Document, Settings, dedup
 from simdedup import index as index_module
+from simdedup import prefixes as prefixes_module
 from simdedup import verify as verify_module
 from simdedup.cli import main
 from simdedup.dedup import Deduplicator
@@ -175,6 +179,33 @@ def test_a_few_words_verify_on_their_exact_shingles_and_stored_bins_only_when_eq
     assert [d.status for d in decided] == ["unique", "duplicate"] and decided[1].distance == 7
 
 
+def test_exact_copies_of_unindexed_rows_an_earlier_simdedup_sketched_in_bins_are_found() -> None:
+    # An index written by --crowd before exact sketches: its short rows' sketches are
+    # bins, their copies' sketches now exact; the copies were all missed (a review).
+    texts = [f"row {i} of the nightly export from the billing system" for i in range(6)]
+    fps = fingerprint_texts(texts)
+    for crowd in (0, 8):
+        dd = VerifyingDeduplicator(crowd=crowd)
+        bins = OnePermutation().sketch(*shingle_runs(texts))
+        dd.extend(fps, [f"s{i}" for i in range(6)], bins, indexed=np.zeros(6, bool))
+        assert not dd.sketcher.exact_rows(dd.sketch_array()[0]).any()
+        decided = dd.process(docs(*texts))
+        assert [(d.status, d.duplicate_of) for d in decided] == [("duplicate", f"s{i}") for i in range(6)]
+        assert [d.status for d in dd.process(docs(texts[0] + " again"))] == ["unique"]
+
+
+def test_exact_sketches_whose_values_do_not_ascend_are_refused() -> None:
+    sketches = text_sketches(["a line of a few words", "another line of words"])
+    words = sketches.view("<u4")
+    words[1, 3], words[1, 4] = words[1, 4], words[1, 3]  # made by hand, out of order
+    dd = VerifyingDeduplicator()
+    with pytest.raises(ValueError, match="sketch 1: an exact sketch's values do not ascend"):
+        dd.extend([1, 2], ["a", "b"], sketches)
+    with pytest.raises(ValueError, match="do not ascend"):
+        dd.decide_many(docs("x y z", "y z w"), [1, 2], sketches)
+    assert len(dd.ids) == 0
+
+
 def test_preloaded_rows_flagged_without_a_sketch_are_matched_on_the_fingerprint() -> None:
     [stored] = Deduplicator().process(docs(WORDS))
     dd = VerifyingDeduplicator()
@@ -305,6 +336,17 @@ def held_whole(sketch: np.ndarray) -> bool:
     return sketch[:8].tobytes() == EXACT_MARK.to_bytes(8, "little")
 
 
+def prefix_of(sketch: np.ndarray, has: bool, min_jaccard: float, crowd: int) -> list[int]:
+    """A document's prefix values (prefixes.py), from its sketch's bytes: of an exact
+    sketch's n values (ascending, after the mark and the count), the first n - ceil(t n)
+    + 1; none for other sketches, without a sketch, or with crowds."""
+    if crowd or not has or not held_whole(sketch):
+        return []
+    n = int.from_bytes(sketch[8:12].tobytes(), "little")
+    values = [int.from_bytes(sketch[12 + 4 * i : 16 + 4 * i].tobytes(), "little") for i in range(n)]
+    return values[: n - math.ceil(min_jaccard * n - 1e-9) + 1]
+
+
 def one_at_a_time(
     dd: VerifyingDeduplicator,
     docs: list[Document],
@@ -318,9 +360,12 @@ def one_at_a_time(
     HEAD_CROWD kept heads are (a head candidate must verify). Verified candidates first,
     the most similar, then the nearest, then the earliest; unverifiable ones (no sketch
     on a side) after them. A kept document's head is kept if it was within the crowd.
+    Short documents: rows filed under a value of the document's prefix (prefix_of), the
+    first PREFIX_CROWD kept rows holding it, are candidates too (and must verify).
     Crowds (dd.crowd): a kept document is indexed while fewer than dd.crowd indexed kept
     rows are within the distance; an unindexed row is a candidate by fingerprint only to
-    its exact copies (distance 0, the same sketch). Decides without changing `dd`."""
+    its exact copies (distance 0, the same sketch); no prefix candidates. Decides without
+    changing `dd`."""
     k = dd.index.distance
     kept_fps = [int(x) for x in dd.index.fingerprint_array().view("<u8").ravel()]
     kept_ids = list(dd.ids)
@@ -328,12 +373,25 @@ def one_at_a_time(
     heads, headed = dd.head_array()
     kept_heads: list[int | None] = [int(h) if on else None for h, on in zip(heads.tolist(), headed.tolist())]
     kept_indexed = (~dd.index.unindexed_array()).tolist()
+    filed: dict[int, list[int]] = {}  # prefix value -> the first PREFIX_CROWD kept rows holding it
+
+    def file(row: int, sketch: np.ndarray, has: bool) -> None:
+        for value in prefix_of(sketch, has, dd.min_jaccard, dd.crowd):
+            rows = filed.setdefault(value, [])
+            if len(rows) < prefixes_module.PREFIX_CROWD:
+                rows.append(row)
+
+    for row, (sketch, has) in enumerate(zip(kept_sketches, kept_has)):
+        file(row, sketch, has and kept_indexed[row])  # an unindexed row: an exact copy's only
     out: list[tuple[str, int | None, str | None, int | None]] = []
     for n, (doc, fp, sketch) in enumerate(zip(docs, fps, sketches)):
         if fp is None:
             out.append(("empty", None, None, None))
             continue
         has = doc.features is None
+        by_prefix = {
+            r for value in prefix_of(sketch, has, dd.min_jaccard, dd.crowd) for r in filed.get(value, ())
+        }
         head = head_of(doc) if given_heads is None else given_heads[n]
         near_heads = (
             []
@@ -347,7 +405,7 @@ def one_at_a_time(
             by_head = calm and row in near_heads
             copy = d == 0 and has and other_has and np.array_equal(sketch, other_sketch)
             near = d <= k and (kept_indexed[row] or copy)
-            if not near and not by_head:
+            if not near and not by_head and row not in by_prefix:
                 continue
             if has and other_has:
                 sim = float(dd.sketcher.similarity(sketch[None], other_sketch[None])[0])
@@ -367,6 +425,7 @@ def one_at_a_time(
             out.append(("duplicate", best[3], kept_ids[best[3]], best[2]))
             continue
         out.append(("unique", len(kept_fps), None, None))
+        file(len(kept_fps), sketch, has)
         crowd = sum((fp ^ other).bit_count() <= k for other, on in zip(kept_fps, kept_indexed) if on)
         kept_indexed.append(not dd.crowd or crowd < dd.crowd)
         kept_fps.append(fp)
@@ -377,20 +436,130 @@ def one_at_a_time(
     return out
 
 
+def set_crowds(monkeypatch: pytest.MonkeyPatch, prefix_crowd: int, compiled: bool) -> None:
+    """prefixes.PREFIX_CROWD, where prefixes.py and verify.py read it; with `compiled`,
+    the compiled loops from the first row (index.COMPILED_ROWS = 0)."""
+    monkeypatch.setattr(prefixes_module, "PREFIX_CROWD", prefix_crowd)
+    monkeypatch.setattr(verify_module, "PREFIX_CROWD", prefix_crowd)
+    if compiled:
+        monkeypatch.setattr(index_module, "COMPILED_ROWS", 0)
+
+
+_WORD = st.sampled_from([f"u{i}" for i in range(40)])
+
+
+@st.composite
+def edited_lines(draw: st.DrawFn) -> list[str]:
+    """Lines of 1-40 words, most of them an earlier line with a word or two replaced,
+    inserted or deleted: pairs at every Jaccard around the thresholds."""
+    lines: list[list[str]] = []
+    for _ in range(draw(st.integers(1, 50))):
+        if not lines or draw(st.integers(0, 3)) == 0:
+            lines.append(draw(st.lists(_WORD, min_size=1, max_size=40)))
+            continue
+        words = list(draw(st.sampled_from(lines)))
+        for _ in range(draw(st.integers(1, 2))):
+            at = draw(st.integers(0, len(words)))
+            cut = draw(st.integers(0, 1))
+            words[at : at + cut] = draw(st.lists(_WORD, max_size=1)) or ([] if len(words) > 1 else ["u0"])
+        lines.append(words)
+    return [" ".join(words) for words in lines]
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(
+    texts=edited_lines(), min_jaccard=st.sampled_from([0.5, 0.8, 0.9, 1.0]), size=st.sampled_from([1, 7, 50])
+)
+def test_every_pair_of_short_documents_at_the_jaccard_is_found(
+    texts: list[str], min_jaccard: float, size: int
+) -> None:
+    # Prefix filtering against brute force: at k = 0 the fingerprint finds only equal
+    # ones, yet a line is a duplicate exactly when some kept line before it reaches the
+    # Jaccard, by every shingle hash (no value here is held by 64 kept lines).
+    dd = VerifyingDeduplicator(Settings(distance=0), min_jaccard=min_jaccard)
+    kept: list[str] = []
+    for lo in range(0, len(texts), size):
+        for d in dd.process(docs(*texts[lo : lo + size])):
+            best = max((jaccard(shingle_hashes(d.doc.text), shingle_hashes(k)) for k in kept), default=0.0)
+            assert (d.status == "duplicate") == (best >= min_jaccard), (d.doc.text, best)
+            if d.status == "unique":
+                kept.append(d.doc.text)
+
+
+@pytest.mark.parametrize(
+    ("seed", "size", "min_jaccard", "prefix_crowd", "compiled"),
+    # (seeds 26 and 44: where holders past the first ones decide hundreds of lines)
+    [
+        (11, 1, 0.8, 2, False),
+        (26, 37, 0.8, 2, True),
+        (44, 600, 0.8, 1, False),
+        (13, 600, 0.6, 2, False),
+        (14, 250, 0.8, 64, True),
+    ],
+)
+def test_short_copies_found_by_their_prefixes_as_one_at_a_time(
+    seed: int,
+    size: int,
+    min_jaccard: float,
+    prefix_crowd: int,
+    compiled: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Variants of a few lines of 12-25 words (a word or two edited, again and again),
+    # repeated copies among them, at k = 2: most near pairs share a prefix value, not a
+    # fingerprint; a few values are held by many lines, and copies (not kept) sit among
+    # their holders.
+    set_crowds(monkeypatch, prefix_crowd, compiled)
+    rng = random.Random(seed)
+    vocabulary = [f"v{i}" for i in range(200)]
+    originals = [[rng.choice(vocabulary) for _ in range(rng.randint(12, 25))] for _ in range(12)]
+    texts: list[str] = []
+    for _ in range(600):
+        if texts and rng.random() < 0.35:
+            texts.append(rng.choice(texts[-40:]))
+            continue
+        # an edit of an original or of a recent line: lines drift away from the first holders
+        words = (
+            rng.choice(texts[-30:]) if texts and rng.random() < 0.7 else " ".join(rng.choice(originals))
+        ).split()
+        for _ in range(rng.randint(0, 2)):
+            at = rng.randrange(len(words))
+            words[at : at + 1] = rng.choice([[], [rng.choice(vocabulary)], [words[at], "extra"]])
+        texts.append(" ".join(words))
+    batch = docs(*texts)
+    settings = Settings(distance=2)
+    fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
+    sketches = text_sketches(texts)
+    dd = VerifyingDeduplicator(settings, min_jaccard=min_jaccard)
+    by_prefix = 0
+    for lo in range(0, len(batch), size):
+        expected = one_at_a_time(dd, batch[lo : lo + size], fps[lo : lo + size], sketches[lo : lo + size])
+        got = dd.decide_many(batch[lo : lo + size], fps[lo : lo + size], sketches[lo : lo + size])
+        assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+        by_prefix += sum(d.status == "duplicate" and d.distance > 2 for d in got)
+        dd._check()
+    assert by_prefix > 10  # found by their prefixes alone
+
+
 # compiled: the index, pairs and similarities by compiled.py's loops from the first row
 # (index.COMPILED_ROWS = 0), as a large index has them. Distance 12: an index that
 # compares every row (Layout.brute_force); sliced: numpy's matrices and gathered
 # sketches a few cells and pairs at a time.
+# prefix_crowd: prefixes.PREFIX_CROWD, so low that values fill, and a value's kept
+# holders past the first ones of a batch become candidates where earlier ones were not kept.
 @pytest.mark.parametrize(
-    ("seed", "size", "min_jaccard", "compiled", "distance", "sliced"),
+    ("seed", "size", "min_jaccard", "compiled", "distance", "sliced", "prefix_crowd"),
     [
-        (1, 1, 0.8, False, 6, False),
-        (2, 9, 0.8, True, 6, False),
-        (3, 64, 0.5, True, 6, False),
-        (4, 1000, 0.8, False, 6, False),
-        (5, 300, 0.5, False, 6, True),
-        (6, 300, 0.5, False, 12, True),
-        (7, 300, 0.5, True, 12, False),
+        (1, 1, 0.8, False, 6, False, 64),
+        (2, 9, 0.8, True, 6, False, 64),
+        (3, 64, 0.5, True, 6, False, 64),
+        (4, 1000, 0.8, False, 6, False, 64),
+        (5, 300, 0.5, False, 6, True, 64),
+        (6, 300, 0.5, False, 12, True, 64),
+        (7, 300, 0.5, True, 12, False, 64),
+        (8, 300, 0.8, False, 4, False, 2),
+        (9, 37, 0.5, True, 4, False, 1),
+        (10, 1200, 0.8, True, 4, False, 3),
     ],
 )
 def test_seeded_decisions_equal_deciding_each_document_against_every_kept_row(
@@ -400,10 +569,10 @@ def test_seeded_decisions_equal_deciding_each_document_against_every_kept_row(
     compiled: bool,
     distance: int,
     sliced: bool,
+    prefix_crowd: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if compiled:
-        monkeypatch.setattr(index_module, "COMPILED_ROWS", 0)
+    set_crowds(monkeypatch, prefix_crowd, compiled)
     if sliced:
         monkeypatch.setattr(index_module, "MATRIX_CELLS", 50)
         monkeypatch.setattr(verify_module, "PAIR_SLICE", 7)
