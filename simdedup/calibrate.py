@@ -99,7 +99,8 @@ def calibrate(
     """A Score for every preset and distance: a pair is predicted a duplicate when both
     texts have fingerprints within the distance (and, with a minimum Jaccard, when the
     estimate from their sketches reaches it, as in scan, where their head fingerprints
-    within the distance make them candidates too). An empty text is never a duplicate.
+    within the distance make them candidates too, and two short texts are candidates at
+    any distance). An empty text is never a duplicate.
     Pairs are LabelledPairs or (a, b, duplicate) tuples; `presets` default to the
     command's for the default settings (default_presets())."""
     pairs = [p if isinstance(p, LabelledPair) else LabelledPair(*p) for p in pairs]
@@ -128,6 +129,10 @@ def calibrate(
             # Pairs of a few words verify only with equal fingerprints (verify.too_few_bins).
             unequal = np.array([x is None or y is None or x != y for x, y in zip(fa, fb)], bool)
             verified = ((sims >= min_jaccard) & ~too_few_bins(SKETCH, sa, sb, unequal)).tolist()
+            # Two short documents (exact sketches) are candidates by their shingles,
+            # whatever the distance (prefixes.py): as at distance 0 here.
+            short = (SKETCH.exact_rows(sa) & SKETCH.exact_rows(sb)).tolist()
+            d = [0 if by_shingles and dist is not None else dist for dist, by_shingles in zip(d, short)]
         else:
             verified = [True] * len(pairs)
         for k in distances:

@@ -51,6 +51,20 @@ def test_verified_pairs_are_candidates_by_their_heads_as_in_scan() -> None:
     assert decisions[1].status == "duplicate"  # scan agrees
 
 
+def test_short_pairs_are_candidates_by_their_shingles_at_any_distance_as_in_scan() -> None:
+    pair = LabelledPair(
+        "alpha beta gamma delta epsilon zeta eta theta",
+        "alpha beta gamma delta epsilon zeta eta theta iota",
+        True,
+    )
+    assert distance(*fingerprint_texts([pair.a, pair.b])) == 7  # Jaccard 6/7, exactly
+    verified = calibrate([pair], {"x": (Settings(), 0.8)}, [0, 4])
+    plain = calibrate([pair], {"x": (Settings(), None)}, [0, 4])
+    assert [s.tp for s in verified] == [1, 1] and [s.tp for s in plain] == [0, 0]
+    decisions = list(dedup([Document("a", pair.a, b""), Document("b", pair.b, b"")], Settings(distance=0)))
+    assert decisions[1].status == "duplicate"  # scan agrees, at -k 0 too
+
+
 def test_pairs_of_a_few_words_verify_only_with_equal_fingerprints_as_in_scan() -> None:
     # One shingle each, none shared, yet an estimate of 1.0 (verify.too_few_bins)
     pairs = [
