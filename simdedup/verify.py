@@ -51,6 +51,8 @@ __all__ = ["MIN_JACCARD", "SHINGLE", "VerifyingDeduplicator", "deduplicator"]
 #: compiled loops read them in place): ~16 MiB of 256-byte sketches, where a wide
 #: distance on crowded text gave millions of pairs a batch (benchmarks/wide.py).
 PAIR_SLICE = 1 << 14
+#: Preloaded rows whose prefix values are filed at a time (_add_prefixes).
+PREFIX_SLICE = 1 << 16
 #: A pair whose sketches hold shingles in fewer bins than this between them (documents
 #: of a few words each) verifies only when its fingerprints are equal (too_few_bins).
 FEWEST_BINS = 10
@@ -212,10 +214,15 @@ class VerifyingDeduplicator(Deduplicator):
         self.head_index.add_many(heads)
 
     def _add_prefixes(self, sketches: np.ndarray, has: np.ndarray, rows: np.ndarray) -> None:
-        """File the prefix values of these kept rows (ascending) that have an exact sketch."""
-        if not self.crowd:
-            at, values = prefixes(self.sketcher, sketches, has, self.min_jaccard)
-            self.prefix_index.add(rows[at], values)
+        """File the prefix values of these kept rows (ascending) that have an exact sketch,
+        PREFIX_SLICE rows at a time (an index of 183,000 short rows loaded with a peak of
+        190 MB more, all at once)."""
+        if self.crowd:
+            return
+        for lo in range(0, len(rows), PREFIX_SLICE):
+            part = slice(lo, lo + PREFIX_SLICE)
+            at, values = prefixes(self.sketcher, sketches[part], has[part], self.min_jaccard)
+            self.prefix_index.add(rows[part][at], values)
 
     def _check(self) -> None:
         assert self._sketches.shape == (len(self._has), self.sketcher.nbytes)

@@ -576,6 +576,7 @@ def test_seeded_decisions_equal_deciding_each_document_against_every_kept_row(
     if sliced:
         monkeypatch.setattr(index_module, "MATRIX_CELLS", 50)
         monkeypatch.setattr(verify_module, "PAIR_SLICE", 7)
+        monkeypatch.setattr(verify_module, "PREFIX_SLICE", 7)
     rng = random.Random(seed)
     vocabulary = [f"w{i}" for i in range(30)]
 
