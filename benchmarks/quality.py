@@ -533,6 +533,9 @@ class Gathered:
     def check(self, sketches: np.ndarray) -> None:
         pass
 
+    def exact_most(self) -> int:
+        return 0
+
 
 @dataclass(frozen=True)
 class ExactShingles(Gathered):

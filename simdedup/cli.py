@@ -768,7 +768,9 @@ def fingerprint_options(f: Callable[..., Any]) -> Callable[..., Any]:
             type=click.IntRange(0, MAX_DISTANCE),
             default=DEFAULTS.distance,
             show_default=True,
-            help="Near-duplicates differ in at most this many bits (and reach --verify's Jaccard).",
+            help="Candidates differ in at most this many bits (and reach --verify's Jaccard to be"
+            " near-duplicates; with verification, short documents and head fingerprints find"
+            " candidates too).",
         ),
     ]
     for option in reversed(options):
@@ -856,8 +858,8 @@ def verify_option(f: Callable[..., Any]) -> Callable[..., Any]:
         default=MIN_JACCARD,
         show_default=True,
         metavar="JACCARD",
-        help="A match within the distance is a duplicate only if the texts' word 3-shingles"
-        " (Chinese: character 3-grams) have an estimated Jaccard similarity >= JACCARD.",
+        help="A candidate is a duplicate only if the texts' word 3-shingles (Chinese: character"
+        " 3-grams) have an estimated Jaccard similarity >= JACCARD (exact for short documents).",
     )(f)
 
 
@@ -2634,7 +2636,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         if by_prefix and d > settings.distance:
             checked += (
                 "; short documents are candidates by their shingles whatever the distance (scan"
-                f" skips a shingle {PREFIX_CROWD} kept documents begin with)"
+                f" files a document under a shingle for the first {PREFIX_CROWD} that start with it)"
             )
         if few and verify is not None:
             checked += (
@@ -3016,8 +3018,8 @@ QUERY_COLUMNS = ("id", "status", "fingerprint", "duplicate_of", "distance", "dup
 def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> None:
     """Check documents against a stored index, without adding them to it.
 
-    One row per document, in input order: status `new` (no stored document within
-    the distance that verifies), `duplicate` (of the stored document scan would pick,
+    One row per document, in input order: status `new` (no stored candidate that
+    verifies, as scan finds candidates), `duplicate` (of the stored document scan would pick,
     with the run that kept it) or `empty`. Documents are checked against the index only, not each other.
     The fingerprint settings must be the index's.
 

@@ -44,12 +44,12 @@ def prefixes(
     exact = np.flatnonzero(sketcher.exact_rows(sketches) & has)
     if not len(exact):
         return np.zeros(0, np.int64), np.zeros(0, np.uint32)
-    # the mark, the count and the longest prefix's values: not whole sketches (an index
-    # of 183,000 short rows loaded with 140 MB more, copies of them)
-    most = int(prefix_length(np.array([sketcher.nbytes // 4 - 3]), min_jaccard)[0])
-    words = np.ascontiguousarray(sketches[exact, : 4 * (3 + most)]).view("<u4")
-    lengths = prefix_length(words[:, 2].astype(np.int64), min_jaccard)
-    values = words[:, 3:][np.arange(most) < lengths[:, None]]
+    # the longest prefix's values, not whole sketches (an index of 183,000 short rows
+    # loaded with 140 MB more, copies of them)
+    most = int(prefix_length(np.array([sketcher.exact_most()]), min_jaccard)[0])
+    counts, first = sketcher.exact_values(sketches[exact], most)
+    lengths = prefix_length(counts, min_jaccard)
+    values = first[np.arange(most) < lengths[:, None]]
     return np.repeat(exact.astype(np.int64), lengths), values.astype(np.uint32)
 
 

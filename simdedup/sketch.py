@@ -274,6 +274,10 @@ class Sketcher(Protocol):
 
     def check(self, sketches: np.ndarray) -> None: ...
 
+    def exact_values(self, sketches: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def exact_most(self) -> int: ...
+
 
 @dataclass(frozen=True)
 class OnePermutation:
@@ -419,6 +423,17 @@ class OnePermutation:
             bad = np.flatnonzero(((values[:, 1:] <= values[:, :-1]) & inside).any(axis=1))
             if len(bad):
                 raise ValueError(f"sketch {int(rows[bad[0]])}: an exact sketch's values do not ascend")
+
+    def exact_values(self, sketches: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
+        """(counts, values) of exact sketches: how many values each holds (int64), and its
+        first `most` values, ascending (uint32, (m, most); past a count, zeros). Copies
+        those bytes only, not whole sketches."""
+        words = np.ascontiguousarray(sketches[:, : 4 * (_HELD + most)]).view("<u4")
+        return words[:, 2].astype(np.int64), words[:, _HELD:]
+
+    def exact_most(self) -> int:
+        """The most values an exact sketch holds."""
+        return self.exact
 
     def _held(self, sketches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(values, counts) of exact sketches: their shingles' top 32 bits, a run a row."""

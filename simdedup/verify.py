@@ -163,6 +163,16 @@ class VerifyingDeduplicator(Deduplicator):
         state["_rows"] = None
         return state
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A pickle from before short rows were filed by their prefix values (stop 41)
+        files them as it loads (its sketcher makes no exact sketches: none, then)."""
+        super().__setstate__(state)
+        if "prefix_index" not in state:
+            self.prefix_index = PrefixIndex()
+            rows = len(self.ids)
+            indexed = ~self.index.unindexed_array()[:rows]
+            self._add_prefixes(self._sketches[:rows], self._has[:rows] & indexed, np.arange(rows))
+
     def _reserve(self, rows: int) -> None:
         """Room for `rows` rows: the arrays double when full, so appending a row is
         amortized O(1). Spare rows are never written, so their pages are not resident.
@@ -355,9 +365,10 @@ class VerifyingDeduplicator(Deduplicator):
         return heads, headed
 
     def sketch_bytes(self) -> int:
-        """Memory held for verification (sketches, heads and their index), in bytes."""
+        """Memory held for verification (sketches, heads and their index, short rows'
+        prefix values), in bytes."""
         heads = self.head_index.stats().nbytes + self._head_rows.nbytes
-        return self._sketches.nbytes + self._has.nbytes + heads
+        return self._sketches.nbytes + self._has.nbytes + heads + self.prefix_index.nbytes
 
     def process(self, docs: Sequence[Document]) -> list[Decision]:
         """Deduplicator.process, the fingerprints, the default sketches and the heads made

@@ -1458,7 +1458,7 @@ def test_help_says_what_shared_options_do_in_fingerprint_and_compare() -> None:
     assert "-v, --verbose Also report the settings." in fingerprint
     assert "scan --no-verify does" in " ".join(run("compare", "--help").stdout.split())
     scan = " ".join(run("scan", "--help").stdout.split())
-    assert "-k, --distance INTEGER RANGE Near-duplicates differ" in scan and "index layout" in scan
+    assert "-k, --distance INTEGER RANGE Candidates differ" in scan and "index layout" in scan
     calibrate = " ".join(run("calibrate", "--help").stdout.split())  # it said scan's, of memory (trial)
     assert (
         "--no-verify Score the options given without verification" in calibrate and "memory" not in calibrate

@@ -206,6 +206,21 @@ def test_exact_sketches_whose_values_do_not_ascend_are_refused() -> None:
     assert len(dd.ids) == 0
 
 
+def test_a_pickle_from_before_prefix_values_files_its_short_rows_as_it_loads() -> None:
+    short, longer = (
+        "alpha beta gamma delta epsilon zeta eta theta",
+        "alpha beta gamma delta epsilon zeta eta theta iota",
+    )
+    dd = VerifyingDeduplicator()
+    dd.process(docs(short))
+    state = dd.__getstate__()
+    del state["prefix_index"]  # as a pickle of 370deae's holds it
+    loaded = VerifyingDeduplicator.__new__(VerifyingDeduplicator)
+    loaded.__setstate__(state)
+    [decided] = loaded.process(docs(longer))
+    assert decided.status == "duplicate" and decided.distance == 7  # by its shingles, 7 bits apart
+
+
 def test_preloaded_rows_flagged_without_a_sketch_are_matched_on_the_fingerprint() -> None:
     [stored] = Deduplicator().process(docs(WORDS))
     dd = VerifyingDeduplicator()
