@@ -2635,8 +2635,8 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         checked = "not checked (--no-verify)" if verify is None else f"at least {verify:g} to verify"
         if by_prefix and d > settings.distance:
             checked += (
-                "; short documents are candidates by their shingles whatever the distance (scan"
-                f" files a document under a shingle for the first {PREFIX_CROWD} that start with it)"
+                "; short documents are candidates by their shingles whatever the distance (in scan,"
+                f" while fewer than {PREFIX_CROWD} kept documents start with a shingle they share)"
             )
         if few and verify is not None:
             checked += (

@@ -10,9 +10,9 @@ pair at t among them, whatever their fingerprints: a word of 15 moves a fingerpr
 past k, and short copies were the ones the fingerprint index missed most.
 
 A value held by many documents (one template's lines share most of their shingles)
-would make every one a candidate of every other: a value gives candidates from the
-first PREFIX_CROWD kept documents that hold it in their prefix, and no later one is
-filed under it. Pure functions over batches and one index of sorted runs; never
+would make every one a candidate of every other: the first PREFIX_CROWD kept documents
+that hold it in their prefix are filed under it, and it gives candidates only while
+fewer than that many are (verify._Prefixes). Pure functions over batches and one index of sorted runs; never
 prints. verify.VerifyingDeduplicator decides with it.
 """
 
@@ -24,6 +24,7 @@ from .features import runs_index
 from .sketch import Sketcher
 
 #: Kept documents filed under one prefix value, at most: the first ones that hold it.
+#: Once it holds this many, a value gives no candidates.
 PREFIX_CROWD = 16
 _U32 = np.uint64(32)
 

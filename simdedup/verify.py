@@ -87,8 +87,8 @@ class VerifyingDeduplicator(Deduplicator):
 
     Candidates come from three places: kept documents whose fingerprint is within the
     distance; for a short document (an exact sketch), the kept ones filed under a value
-    of its prefix (prefixes.py: the first PREFIX_CROWD kept documents holding it; not
-    with crowds, nor for unindexed rows); and kept documents whose head fingerprint (of
+    of its prefix (prefixes.py), while fewer than PREFIX_CROWD kept documents hold it
+    (not with crowds, nor for unindexed rows); and kept documents whose head fingerprint (of
     HEAD_TOKENS tokens from the one with the smallest hash, fingerprint.head_window) is
     within the distance of this document's head. Heads find copies that were truncated
     or gained or lost a header or a footer, whose whole fingerprints moved; a head
@@ -516,14 +516,11 @@ class VerifyingDeduplicator(Deduplicator):
                 candidates.setdefault(j, []).append((-1 - i, d, sim, False))
             for pos, row, d, sim in head.candidates():
                 candidates.setdefault(pos, []).append((row, d, sim, True))
-            for pos, row, d, sim in prefix.candidates():
-                candidates.setdefault(pos, []).append((row, d, sim, False))
             for pos in walk.tolist():
                 if walked[pos]:
                     calm[pos] = head.calm(pos, kept, calm)
                 best: tuple[int, float, int, int] | None = None
-                late = prefix.late_candidates(pos)
-                for row, d, sim, by_head in (*candidates.get(pos, ()), *late):
+                for row, d, sim, by_head in (*candidates.get(pos, ()), *prefix.candidates(pos)):
                     if by_head and not calm[pos]:
                         continue
                     if row < 0:  # an earlier document of this batch: only if it was kept
@@ -728,8 +725,7 @@ class VerifyingDeduplicator(Deduplicator):
         # Kept rows by head: only calm heads' candidates, all verified (_Heads.of).
         head = _Heads.of(self, docs, present, heads, fparray, mine, has_mine, batch=False)
         by_head = (head.q, head.rows, head.ds, head.sims)
-        prefix = _Prefixes.of(self, fparray, mine, has_mine, batch=False)
-        by_prefix = (prefix.q, prefix.rows, prefix.ds, prefix.sims)
+        by_prefix = _Prefixes.of(self, fparray, mine, has_mine, batch=False).pairs()
         q, found, ds, sims = (
             np.concatenate(x) for x in zip((q, found, ds, sims), copies, by_head, by_prefix)
         )
@@ -954,14 +950,21 @@ _NONE = np.zeros(0, np.int64)
 class _Prefixes:
     """A batch's prefix values (prefixes.py) and what they find, for decide_many's walk.
 
-    `pos`, `values`: the prefix values of the batch positions with an exact sketch, a
-    position's after another's. Candidates that verified: (q, rows, ds, sims) with rows
-    >= 0 a kept row (filed under a value q holds) and rows < 0 an earlier batch
-    position i as -1 - i, one of the first `room` of the batch's holders of a value
-    (room: PREFIX_CROWD less the rows filed under it), which is a candidate if it was
-    kept. A later holder is one too if it was kept while fewer than `room` were: only
-    when an earlier one was not kept, so it is verified in the walk (late_candidates).
-    Every position that holds a value with another is walked, in order (decided)."""
+    A value gives candidates while fewer than PREFIX_CROWD kept documents hold it (then
+    all of them, all filed); once that many do, none, as a head near more than
+    HEAD_CROWD kept heads gives none: one template's lines share their values, and each
+    line had verified against the 16 filed under each.
+
+    `pos`, `values`, `filed`: the prefix values of the batch positions with an exact
+    sketch, a position's after another's, and the rows filed under each before the
+    batch. The batch's holders of a value form a group; where a group holds more than
+    its room (PREFIX_CROWD less `filed`), whether its value still gives at a position
+    depends on how many holders before it were kept: such a group is counted (an id
+    >= 0), its holders walked in order (decided), and a candidate through it valid only
+    while it gives (`found`: position -> (row, d, sim, group or -1 for always), rows >=
+    0 kept rows and rows < 0 an earlier batch position i as -1 - i, which must have
+    been kept). Holders past a counted group's room are candidates only where earlier
+    ones were not kept: verified in the walk (late_candidates)."""
 
     dd: VerifyingDeduplicator
     fparray: np.ndarray
@@ -969,16 +972,13 @@ class _Prefixes:
     has_mine: np.ndarray
     pos: np.ndarray
     values: np.ndarray
-    filed: np.ndarray  # rows filed under each value before the batch
-    q: np.ndarray
-    rows: np.ndarray
-    ds: np.ndarray
-    sims: np.ndarray
-    # position -> [(group, its place in the group)], for groups of two or more holders
+    filed: np.ndarray
+    found: dict[int, list[tuple[int, int, float, int]]]
+    # position -> [(group, its place in the group)], for counted groups
     member: dict[int, list[tuple[int, int]]]
     room: list[int]
-    held: list[int]  # kept holders of each group so far, in the walk
-    late: list[list[int]]  # kept holders of each group past its room, within it
+    held: list[int]  # kept holders of each counted group so far, in the walk
+    late: list[list[int]]  # kept holders of each counted group past its room, within it
 
     @classmethod
     def of(
@@ -996,11 +996,10 @@ class _Prefixes:
         else:
             pos, values = prefixes(dd.sketcher, mine, has_mine, dd.min_jaccard)
         filed, which, rows = dd.prefix_index.lookup(values)
-        q, rows = _once(pos[which], rows)  # a pair once, however many values it shares
-        ds = dd.index.distances_to(rows, fparray[q])
-        parts = [(q, rows, ds, dd._similarities(mine, has_mine, q, dd._sketches, dd._has, rows, ds))]
+        group = np.full(len(pos), -1, np.int64)  # each entry's counted group, or -1
         member: dict[int, list[tuple[int, int]]] = {}
         room: list[int] = []
+        triples = []  # (q, rows, group), before verification
         if batch and len(pos) > 1:
             order = np.lexsort((pos, values))
             v = values[order]
@@ -1008,19 +1007,41 @@ class _Prefixes:
             sizes = np.diff(np.r_[starts, len(v)])
             group_room = PREFIX_CROWD - filed[order][starts]
             first, second = pairs_in_groups(order, values, _placed(order, np.repeat(group_room, sizes)))
-            second, first = _once(pos[second], pos[first])
-            ds = distances(fparray[second], fparray[first], bits)
-            sims = dd._similarities(mine, has_mine, second, mine, has_mine, first, ds)
-            parts.append((second, -1 - first, ds, sims))
             # Only where a group holds more than its room do its holders' decisions
             # count (which of them fill it), so only then are they walked.
             counted = (sizes > group_room) & (group_room > 0)
+            ids = np.full(len(starts), -1, np.int64)
+            ids[counted] = np.arange(int(counted.sum()))
+            group[order] = np.repeat(ids, sizes)
             room = group_room[counted].tolist()
             for g, (start, size) in enumerate(zip(starts[counted].tolist(), sizes[counted].tolist())):
                 for place, at in enumerate(pos[order[start : start + size]].tolist()):
                     member.setdefault(at, []).append((g, place))
-        q, rows, ds, sims = (np.concatenate(x) for x in zip(*parts))
-        ok = sims >= dd.min_jaccard
+            triples.append((pos[second], -1 - pos[first], group[second]))
+        gives = filed[which] < PREFIX_CROWD  # a value filed for PREFIX_CROWD gives none
+        triples.insert(0, (pos[which[gives]], rows[gives], group[which[gives]]))
+        q, rows, groups = (np.concatenate(x) for x in zip(*triples))
+        # each pair verified once, however many values it shares
+        uq, urows, inverse = _unique_pairs(q, rows)
+        kept_rows = urows >= 0
+        ds = np.empty(len(uq), np.int64)
+        sims = np.empty(len(uq))
+        at = np.flatnonzero(kept_rows)
+        ds[at] = dd.index.distances_to(urows[at], fparray[uq[at]])
+        sims[at] = dd._similarities(mine, has_mine, uq[at], dd._sketches, dd._has, urows[at], ds[at])
+        at = np.flatnonzero(~kept_rows)
+        ds[at] = distances(fparray[uq[at]], fparray[-1 - urows[at]], bits)
+        sims[at] = dd._similarities(mine, has_mine, uq[at], mine, has_mine, -1 - urows[at], ds[at])
+        ok = np.flatnonzero(sims[inverse] >= dd.min_jaccard)
+        found: dict[int, list[tuple[int, int, float, int]]] = {}
+        for p, row, d, sim, g in zip(
+            q[ok].tolist(),
+            rows[ok].tolist(),
+            ds[inverse[ok]].tolist(),
+            sims[inverse[ok]].tolist(),
+            groups[ok].tolist(),
+        ):
+            found.setdefault(p, []).append((row, d, sim, g))
         return cls(
             dd,
             fparray,
@@ -1029,10 +1050,7 @@ class _Prefixes:
             pos,
             values,
             filed,
-            q[ok],
-            rows[ok],
-            ds[ok],
-            sims[ok],
+            found,
             member,
             room,
             [0] * len(room),
@@ -1041,15 +1059,24 @@ class _Prefixes:
 
     @property
     def walked(self) -> np.ndarray:
-        return np.concatenate([self.q, np.array(list(self.member), np.int64)])
+        return np.array([*self.found, *self.member], np.int64)
 
-    def candidates(self) -> Iterable[tuple[int, int, int, float]]:
-        return zip(self.q.tolist(), self.rows.tolist(), self.ds.tolist(), self.sims.tolist())
+    def candidates(self, pos: int) -> list[tuple[int, int, float, bool]]:
+        """(row, d, sim, False): the candidates of `pos` that verified, through a value
+        that still gives, with the kept holders past their group's room (late ones)."""
+        out = [
+            (row, d, sim, False)
+            for row, d, sim, g in self.found.get(pos, ())
+            if g < 0 or self.held[g] < self.room[g]
+        ]
+        return out + self._late(pos)
 
-    def late_candidates(self, pos: int) -> list[tuple[int, int, float, bool]]:
-        """(row, d, sim, False) of the kept holders past their group's room (below
-        PREFIX_CROWD kept holders) that share a value with `pos` and verify with it."""
-        earlier = sorted({i for g, _ in self.member.get(pos, ()) for i in self.late[g]})
+    def _late(self, pos: int) -> list[tuple[int, int, float, bool]]:
+        """(row, d, sim, False) of the kept holders past their group's room that share a
+        value with `pos`, while it gives, and verify with it."""
+        earlier = sorted(
+            {i for g, _ in self.member.get(pos, ()) if self.held[g] < self.room[g] for i in self.late[g]}
+        )
         if not earlier:
             return []
         firsts = np.array(earlier, np.int64)
@@ -1062,6 +1089,14 @@ class _Prefixes:
             for i, d, sim in zip(firsts[ok].tolist(), ds[ok].tolist(), sims[ok].tolist())
         ]
 
+    def pairs(self) -> tuple[np.ndarray, ...]:
+        """(q, rows, ds, sims) of the kept rows that verified (match_many's candidates)."""
+        got = [(p, row, d, sim) for p, found in self.found.items() for row, d, sim, _ in found if row >= 0]
+        if not got:
+            return none4()
+        q, rows, ds, sims = (np.array(x) for x in zip(*got))
+        return q.astype(np.int64), rows.astype(np.int64), ds.astype(np.int64), sims.astype(np.float64)
+
     def decided(self, pos: int, kept: bool) -> None:
         """Counts `pos` among the kept holders of its groups, once decided (in order)."""
         if not kept:
@@ -1070,6 +1105,23 @@ class _Prefixes:
             if self.held[g] < self.room[g] and place >= self.room[g]:
                 self.late[g].append(pos)
             self.held[g] += 1
+
+
+def none4() -> tuple[np.ndarray, ...]:
+    return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+
+
+def _unique_pairs(q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q, rows, inverse): the distinct pairs of (q, rows) (q >= 0 below 2 ** 31, rows
+    from -2 ** 31 to 2 ** 32), and where each given pair is among them."""
+    keys = (q.astype(np.int64) << 33) + rows.astype(np.int64) + (1 << 31)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    first = np.r_[True, sorted_keys[1:] != sorted_keys[:-1]] if len(keys) else np.zeros(0, bool)
+    inverse = np.empty(len(keys), np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    distinct = sorted_keys[first]
+    return distinct >> 33, (distinct & ((1 << 33) - 1)) - (1 << 31), inverse
 
 
 def _once(q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -376,7 +376,8 @@ def one_at_a_time(
     the most similar, then the nearest, then the earliest; unverifiable ones (no sketch
     on a side) after them. A kept document's head is kept if it was within the crowd.
     Short documents: rows filed under a value of the document's prefix (prefix_of), the
-    first PREFIX_CROWD kept rows holding it, are candidates too (and must verify).
+    first PREFIX_CROWD kept rows holding it, are candidates too (and must verify), while
+    fewer than PREFIX_CROWD are.
     Crowds (dd.crowd): a kept document is indexed while fewer than dd.crowd indexed kept
     rows are within the distance; an unindexed row is a candidate by fingerprint only to
     its exact copies (distance 0, the same sketch); no prefix candidates. Decides without
@@ -404,8 +405,11 @@ def one_at_a_time(
             out.append(("empty", None, None, None))
             continue
         has = doc.features is None
-        by_prefix = {
-            r for value in prefix_of(sketch, has, dd.min_jaccard, dd.crowd) for r in filed.get(value, ())
+        by_prefix = {  # a value held by PREFIX_CROWD kept rows gives none
+            r
+            for value in prefix_of(sketch, has, dd.min_jaccard, dd.crowd)
+            if len(filed.get(value, ())) < prefixes_module.PREFIX_CROWD
+            for r in filed.get(value, ())
         }
         head = head_of(doc) if given_heads is None else given_heads[n]
         near_heads = (
@@ -503,11 +507,11 @@ def test_every_pair_of_short_documents_at_the_jaccard_is_found(
 
 @pytest.mark.parametrize(
     ("seed", "size", "min_jaccard", "prefix_crowd", "compiled"),
-    # (seeds 26 and 44: where holders past the first ones decide hundreds of lines)
+    # (seeds 26 and 55: where holders past a value's room decide from 35 to 549 lines)
     [
         (11, 1, 0.8, 2, False),
-        (26, 37, 0.8, 2, True),
-        (44, 600, 0.8, 1, False),
+        (26, 37, 0.8, 3, True),
+        (55, 37, 0.8, 2, False),
         (13, 600, 0.6, 2, False),
         (14, 250, 0.8, 64, True),
     ],
@@ -553,7 +557,7 @@ def test_short_copies_found_by_their_prefixes_as_one_at_a_time(
         assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
         by_prefix += sum(d.status == "duplicate" and d.distance > 2 for d in got)
         dd._check()
-    assert by_prefix > 10  # found by their prefixes alone
+    assert by_prefix > 5  # found by their prefixes alone
 
 
 # compiled: the index, pairs and similarities by compiled.py's loops from the first row
@@ -573,7 +577,7 @@ def test_short_copies_found_by_their_prefixes_as_one_at_a_time(
         (6, 300, 0.5, False, 12, True, 64),
         (7, 300, 0.5, True, 12, False, 64),
         (8, 300, 0.8, False, 4, False, 2),
-        (9, 37, 0.5, True, 4, False, 1),
+        (9, 37, 0.5, True, 4, False, 2),
         (10, 1200, 0.8, True, 4, False, 3),
     ],
 )
