@@ -12,8 +12,8 @@ past k, and short copies were the ones the fingerprint index missed most.
 A value held by many documents (one template's lines share most of their shingles)
 would make every one a candidate of every other: the first PREFIX_CROWD kept documents
 that hold it in their prefix are filed under it, and it gives candidates only while
-fewer than that many are (verify._Prefixes). Pure functions over batches and one index of sorted runs; never
-prints. verify.VerifyingDeduplicator decides with it.
+fewer than that many are (verify._Prefixes). Pure functions over batches and one index
+of sorted runs; never prints. verify.VerifyingDeduplicator decides with it.
 """
 
 from __future__ import annotations
@@ -143,13 +143,7 @@ def pairs_in_groups(
     starts = np.flatnonzero(np.r_[True, v[1:] != v[:-1]]) if len(v) else np.zeros(0, np.int64)
     sizes = np.diff(np.r_[starts, len(v)])
     m = np.minimum(early[order][starts], sizes - 1).clip(0)
-    # group g pairs its entry e < m[g] with entries e + 1 .. sizes[g] - 1
-    per_first = np.repeat(sizes, m) - 1 - (np.arange(int(m.sum())) - np.repeat(np.cumsum(m) - m, m))
-    first_at = np.repeat(starts, m) + (np.arange(int(m.sum())) - np.repeat(np.cumsum(m) - m, m))
-    firsts = np.repeat(first_at, per_first)
-    seconds = (
-        firsts
-        + 1
-        + (np.arange(int(per_first.sum())) - np.repeat(np.cumsum(per_first) - per_first, per_first))
-    )
-    return order[firsts], order[seconds]
+    # group g pairs each of its first m[g] entries, e, with entries e + 1 .. sizes[g] - 1
+    first_at = runs_index(starts, m)
+    later = np.repeat(starts + sizes, m) - first_at - 1
+    return order[np.repeat(first_at, later)], order[runs_index(first_at + 1, later)]

@@ -964,7 +964,7 @@ class _Prefixes:
     while it gives (`found`: position -> (row, d, sim, group or -1 for always), rows >=
     0 kept rows and rows < 0 an earlier batch position i as -1 - i, which must have
     been kept). Holders past a counted group's room are candidates only where earlier
-    ones were not kept: verified in the walk (late_candidates)."""
+    ones were not kept: verified in the walk (_late)."""
 
     dd: VerifyingDeduplicator
     fparray: np.ndarray
@@ -1093,7 +1093,7 @@ class _Prefixes:
         """(q, rows, ds, sims) of the kept rows that verified (match_many's candidates)."""
         got = [(p, row, d, sim) for p, found in self.found.items() for row, d, sim, _ in found if row >= 0]
         if not got:
-            return none4()
+            return _no_pairs()
         q, rows, ds, sims = (np.array(x) for x in zip(*got))
         return q.astype(np.int64), rows.astype(np.int64), ds.astype(np.int64), sims.astype(np.float64)
 
@@ -1107,7 +1107,8 @@ class _Prefixes:
             self.held[g] += 1
 
 
-def none4() -> tuple[np.ndarray, ...]:
+def _no_pairs() -> tuple[np.ndarray, ...]:
+    """(q, rows, ds, sims) of no pair."""
     return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
 
 
