@@ -133,16 +133,13 @@ class PrefixIndex:
 
 
 def pairs_in_groups(
-    order: np.ndarray, values: np.ndarray, early: np.ndarray
+    order: np.ndarray, starts: np.ndarray, sizes: np.ndarray, early: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(first, second): for entries grouped by value (`order` sorts them by value, then
-    position), each pair of an entry among the first `early[v]` of its group (early: one
-    count an entry, its group's) with every later entry of the group, as indices into
+    position; group g is order[starts[g] : starts[g] + sizes[g]]), each pair of one of a
+    group's first early[g] entries with every later entry of the group, as indices into
     the entries."""
-    v = values[order]
-    starts = np.flatnonzero(np.r_[True, v[1:] != v[:-1]]) if len(v) else np.zeros(0, np.int64)
-    sizes = np.diff(np.r_[starts, len(v)])
-    m = np.minimum(early[order][starts], sizes - 1).clip(0)
+    m = np.minimum(early, sizes - 1).clip(0)
     # group g pairs each of its first m[g] entries, e, with entries e + 1 .. sizes[g] - 1
     first_at = runs_index(starts, m)
     later = np.repeat(starts + sizes, m) - first_at - 1

@@ -384,7 +384,7 @@ class OnePermutation:
         bits, ascending, a document after another."""
         width = 1 << int(counts.max(initial=1) - 1).bit_length()  # a power of two from 1 to _ROW
         top = np.full((len(rows), width), 0xFFFFFFFF, np.uint32)  # after every value, or equal
-        places = np.arange(len(hashes)) - np.repeat(np.cumsum(counts) - counts, counts)
+        places = runs_index(np.zeros(len(counts), np.intp), counts)  # each hash's place in its run
         top[np.repeat(np.arange(len(rows)), counts), places] = hashes >> _U[32]
         top.sort(axis=1)
         keep = np.arange(width) < counts[:, None]
@@ -399,8 +399,8 @@ class OnePermutation:
         words = np.zeros((len(counts), self.nbytes // 4), "<u4")
         words[:, 0], words[:, 1] = EXACT_MARK & 0xFFFFFFFF, EXACT_MARK >> 32
         words[:, 2] = counts
-        places = np.arange(len(values)) - np.repeat(np.cumsum(counts) - counts, counts)
-        words[np.repeat(np.arange(len(counts)), counts), _HELD + places] = values
+        places = runs_index(np.full(len(counts), _HELD, np.intp), counts)
+        words[np.repeat(np.arange(len(counts)), counts), places] = values
         return words.view(np.uint8)
 
     def exact_rows(self, sketches: np.ndarray) -> np.ndarray:
@@ -437,10 +437,8 @@ class OnePermutation:
 
     def _held(self, sketches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(values, counts) of exact sketches: their shingles' top 32 bits, a run a row."""
-        words = np.ascontiguousarray(sketches).view("<u4")
-        counts = words[:, 2].astype(np.intp)
-        values = words[:, _HELD:][np.arange(words.shape[1] - _HELD) < counts[:, None]]
-        return values, counts
+        counts, first = self.exact_values(sketches, self.exact)
+        return first[np.arange(self.exact) < counts[:, None]], counts
 
     def _as_bins(self, sketches: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """`sketches`, with its exact sketches at `rows` turned into the sketches of bins
@@ -504,8 +502,7 @@ class OnePermutation:
         nbytes) arrays (int64): the union that similarity() divides by, about the
         number of distinct shingles of the two when that is well under `bins`. An exact
         sketch counts the bins it stands for."""
-        a = self._as_bins(a, np.flatnonzero(self.exact_rows(a)))
-        b = self._as_bins(b, np.flatnonzero(self.exact_rows(b)))
+        a, b = self.as_bins(a), self.as_bins(b)
         either = _occupied(_words(a) | _words(b), self.bits)
         return np.bitwise_count(either).sum(axis=1, dtype=np.int64)
 

@@ -1006,7 +1006,7 @@ class _Prefixes:
             starts = np.flatnonzero(np.r_[True, v[1:] != v[:-1]])
             sizes = np.diff(np.r_[starts, len(v)])
             group_room = PREFIX_CROWD - filed[order][starts]
-            first, second = pairs_in_groups(order, values, _placed(order, np.repeat(group_room, sizes)))
+            first, second = pairs_in_groups(order, starts, sizes, group_room)
             # Only where a group holds more than its room do its holders' decisions
             # count (which of them fill it), so only then are they walked.
             counted = (sizes > group_room) & (group_room > 0)
@@ -1123,20 +1123,6 @@ def _unique_pairs(q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     inverse[order] = np.cumsum(first) - 1
     distinct = sorted_keys[first]
     return distinct >> 33, (distinct & ((1 << 33) - 1)) - (1 << 31), inverse
-
-
-def _once(q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs (q, rows) (ints below 2 ** 32) each once, in ascending order."""
-    pairs = np.sort((q.astype(np.int64) << 32) | rows)
-    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if len(pairs) else pairs
-    return pairs >> 32, pairs & 0xFFFFFFFF
-
-
-def _placed(order: np.ndarray, by_sorted: np.ndarray) -> np.ndarray:
-    """Values given in `order`'s sorted order, put back in the entries' own order."""
-    out = np.empty_like(by_sorted)
-    out[order] = by_sorted
-    return out
 
 
 def _beside() -> ThreadPoolExecutor:
