@@ -196,9 +196,10 @@ def words(text: str) -> list[str]:
 
 def runs_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """starts[0], starts[0] + 1, ... (lengths[0] of them), then the same for run 1, ..."""
+    lengths = np.asarray(lengths, np.intp)  # np.repeat converts other counts slowly
     total = int(lengths.sum())
-    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return np.repeat(starts, lengths) + np.arange(total) - offsets
+    # run r's t-th index is starts[r] + (t - where run r begins among all of them)
+    return np.repeat(np.asarray(starts, np.intp) - (np.cumsum(lengths) - lengths), lengths) + np.arange(total)
 
 
 def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -56,10 +56,18 @@ def prefixes(
 
 class PrefixIndex:
     """(value, row) entries in sorted runs that merge as they grow (as BlockIndex's):
-    at most PREFIX_CROWD rows a value, the first ones added. Rows are ints below 2 ** 32."""
+    at most PREFIX_CROWD rows a value, the first ones added. Rows are ints below 2 ** 32.
+
+    Entries are filed by a mix of the value (_mixed), and each run has a directory:
+    where the entries of each leading-bits bucket of the mix begin, with about as many
+    buckets as entries, so that a lookup reads the one or two entries of a bucket where
+    a binary search read some twenty. (Prefixes are the least of a document's values,
+    so the values crowd near 0; their mix spreads them evenly.) The directory costs at
+    most 4 bytes an entry beside the entry's 8."""
 
     def __init__(self) -> None:
-        self._runs: list[np.ndarray] = []  # uint64 keys value << 32 | row, ascending
+        self._runs: list[np.ndarray] = []  # uint64 keys _mixed(value) << 32 | row, ascending
+        self._starts: list[np.ndarray] = []  # each run's directory (_directory)
 
     def __len__(self) -> int:
         return sum(len(run) for run in self._runs)
@@ -67,35 +75,26 @@ class PrefixIndex:
     def lookup(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(counts, which, rows): how many rows are filed under each value (int64, at
         most PREFIX_CROWD), and those rows, as pairs of the value's position in `values`
-        and a row (int64), in no set order. Each distinct value is looked up once, in
-        ascending order (numpy's binary searches then walk each run forward)."""
-        values = np.asarray(values, np.uint32)
-        order = np.argsort(values, kind="stable")
-        ordered = values[order]
-        first = np.r_[True, ordered[1:] != ordered[:-1]] if len(values) else np.zeros(0, bool)
-        distinct = ordered[first]
-        inverse = np.empty(len(values), np.int64)
-        inverse[order] = np.cumsum(first) - 1
-        keys = distinct.astype(np.uint64) << _U32
-        ends = keys + (np.uint64(1) << _U32)
-        counts = np.zeros(len(distinct), np.int64)
-        found: list[tuple[np.ndarray, np.ndarray]] = []
-        for run in self._runs:
-            lo = run.searchsorted(keys)
-            n = run.searchsorted(ends) - lo
-            counts += n
-            if n.any():
-                at = np.flatnonzero(n)
-                d = np.repeat(at, n[at])
-                found.append((d, (run[runs_index(lo[at], n[at])] & np.uint64(0xFFFFFFFF)).astype(np.int64)))
-        if not found:
-            return counts[inverse], np.zeros(0, np.int64), np.zeros(0, np.int64)
-        d = np.concatenate([f for f, _ in found])
-        rows = np.concatenate([r for _, r in found])
-        # each (value, row) found, for every position in `values` that holds the value
-        per = np.bincount(inverse, minlength=len(distinct))
-        which = order[runs_index((np.cumsum(per) - per)[d], per[d])]  # order groups them by value
-        return counts[inverse], which, np.repeat(rows, per[d])
+        and a row (int64), in no set order."""
+        wide = _mixed(values)
+        counts = np.zeros(len(wide), np.int64)
+        which: list[np.ndarray] = []
+        rows: list[np.ndarray] = []
+        for run, starts in zip(self._runs, self._starts):
+            bits = (len(starts) - 1).bit_length() - 1
+            bucket = (wide >> np.uint64(32 - bits)).astype(np.intp)
+            first = starts[bucket].astype(np.intp)
+            sizes = starts[bucket + 1] - first
+            at = runs_index(first, sizes)  # the entries of each value's bucket
+            pos = np.repeat(np.arange(len(wide)), sizes)
+            hit = (run[at] >> _U32) == wide[pos]
+            pos, at = pos[hit], at[hit]
+            counts += np.bincount(pos, minlength=len(wide))
+            which.append(pos)
+            rows.append((run[at] & _LOW).astype(np.int64))
+        if not which:
+            return counts, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return counts, np.concatenate(which).astype(np.int64), np.concatenate(rows)
 
     def counts(self, values: np.ndarray) -> np.ndarray:
         """How many rows are filed under each value (int64, at most PREFIX_CROWD)."""
@@ -111,25 +110,57 @@ class PrefixIndex:
             raise ValueError("prefix rows are below 2 ** 32")
         if filed is None:
             filed = self.counts(values)
-        keys = (np.asarray(values, np.uint64) << _U32) | np.asarray(rows, np.uint64)
+        keys = (_mixed(values) << _U32) | np.asarray(rows, np.uint64)
         order = np.argsort(keys)
         keys, filed = keys[order], np.asarray(filed, np.int64)[order]
-        value = keys >> _U32
+        value = keys >> _U32  # mixed
         starts = np.flatnonzero(np.r_[True, value[1:] != value[:-1]])
         rank = np.arange(len(keys)) - np.repeat(starts, np.diff(np.r_[starts, len(keys)]))
         keys = keys[rank < PREFIX_CROWD - filed]
         if not len(keys):
             return
+        while self._runs and len(self._runs[-1]) <= 2 * len(keys):
+            self._starts.pop()
+            keys = np.concatenate([self._runs.pop(), keys])
+            keys.sort(kind="stable")  # two sorted runs: timsort merges them
         self._runs.append(keys)
-        while len(self._runs) >= 2 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
-            last = self._runs.pop()
-            merged = np.concatenate([self._runs.pop(), last])
-            merged.sort(kind="stable")  # two sorted runs: timsort merges them
-            self._runs.append(merged)
+        self._starts.append(_directory(keys))
 
     @property
     def nbytes(self) -> int:
-        return sum(run.nbytes for run in self._runs)
+        return sum(run.nbytes for run in self._runs) + sum(d.nbytes for d in self._starts)
+
+    def __setstate__(self, state: dict) -> None:
+        """A pickle from before the directories (stop 41: no `_starts`, runs keyed by
+        the value itself) is keyed by the mixed value, and gets them."""
+        self.__dict__.update(state)
+        if "_starts" not in state:
+            runs, self._runs, self._starts = self._runs, [], []
+            for run in filter(len, runs):
+                keys = (_mixed(run >> _U32) << _U32) | (run & _LOW)
+                keys.sort()
+                self._runs.append(keys)
+                self._starts.append(_directory(keys))
+
+
+_LOW = np.uint64(0xFFFFFFFF)
+_MIX = np.uint64(0x9E3779B1)  # odd: a bijection of 32-bit values
+
+
+def _mixed(values: np.ndarray) -> np.ndarray:
+    """Each uint32 value times an odd constant, mod 2 ** 32, as uint64: one to one, and
+    its leading bits spread however the values crowd in their low ones."""
+    return (np.asarray(values, np.uint32).astype(np.uint64) * _MIX) & _LOW
+
+
+def _directory(run: np.ndarray) -> np.ndarray:
+    """Where the entries of each bucket of `run` (uint64 keys mixed value << 32 | row,
+    ascending) begin, and the run's length last: 2 ** b + 1 of them, b the leading bits
+    of the mixed value that make a bucket, with 2 ** b <= len(run) (at most 32 bits)."""
+    bits = min(max(len(run).bit_length() - 1, 0), 32)
+    top = (run >> np.uint64(64 - bits)).astype(np.intp) if bits else np.zeros(len(run), np.intp)
+    dtype = np.int32 if len(run) < 1 << 31 else np.int64
+    return np.r_[0, np.cumsum(np.bincount(top, minlength=1 << bits))].astype(dtype)
 
 
 def pairs_in_groups(

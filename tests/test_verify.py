@@ -505,6 +505,58 @@ def test_every_pair_of_short_documents_at_the_jaccard_is_found(
                 kept.append(d.doc.text)
 
 
+@hypothesis.settings(max_examples=80, deadline=None)
+@hypothesis.given(
+    batches=st.lists(
+        st.lists(
+            st.integers(0, 2**32 - 1)
+            | st.integers(0, 2)
+            | st.integers(0, 40)
+            | st.integers(2**31, 2**31 + 40)
+            | st.integers(2**32 - 9, 2**32 - 1),
+            max_size=300,
+        ),
+        max_size=12,
+    ),
+    pickled=st.sampled_from([False, True]),
+    crowd=st.sampled_from([1, 3, prefixes_module.PREFIX_CROWD]),
+)
+def test_the_prefix_index_files_the_first_rows_of_each_value_and_finds_them_all(
+    batches: list[list[int]], pickled: bool, crowd: int
+) -> None:
+    # Against a dict: values near 0 (where prefixes crowd), 2 ** 31 and 2 ** 32, repeated
+    # past the cap, over runs that merge; a pickle from before the runs' directories
+    # (runs keyed by the values themselves) is keyed anew as it loads.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(prefixes_module, "PREFIX_CROWD", crowd)
+        _file_and_find(batches, pickled, crowd)
+
+
+def _file_and_find(batches: list[list[int]], pickled: bool, crowd: int) -> None:
+    """The prefix index's lookups before each batch and its entries at the end, against
+    a dict of the first `crowd` rows of each value."""
+    index, filed, row = prefixes_module.PrefixIndex(), {}, 0
+    for batch in batches:
+        values = np.array(batch, np.uint32)
+        asked = np.r_[values, np.array([7, 2**32 - 1, 123456789], np.uint32)]
+        counts, which, rows = index.lookup(asked)
+        assert counts.tolist() == [len(filed.get(v, ())) for v in asked.tolist()]
+        assert sorted(zip(which.tolist(), rows.tolist())) == sorted(
+            (i, r) for i, v in enumerate(asked.tolist()) for r in filed.get(v, ())
+        )
+        index.add(np.arange(row, row + len(values)), values)
+        for v in values.tolist():
+            if len(filed.setdefault(v, [])) < crowd:
+                filed[v].append(row)
+            row += 1
+        if pickled:  # as stop 41 pickled it: runs of value << 32 | row, and no more
+            keys = sorted(v << 32 | r for v, rows in filed.items() for r in rows)
+            cut = len(keys) // 3
+            index = prefixes_module.PrefixIndex.__new__(prefixes_module.PrefixIndex)
+            index.__setstate__({"_runs": [np.array(part, np.uint64) for part in (keys[:cut], keys[cut:])]})
+    assert len(index) == sum(map(len, filed.values()))
+
+
 @pytest.mark.parametrize(
     ("seed", "size", "min_jaccard", "prefix_crowd", "compiled"),
     # (seeds 26 and 55: where holders past a value's room decide from 35 to 549 lines)
