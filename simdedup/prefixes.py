@@ -159,8 +159,9 @@ def _directory(run: np.ndarray) -> np.ndarray:
     of the mixed value that make a bucket, with 2 ** b <= len(run) (at most 32 bits)."""
     bits = min(max(len(run).bit_length() - 1, 0), 32)
     top = (run >> np.uint64(64 - bits)).astype(np.intp) if bits else np.zeros(len(run), np.intp)
-    dtype = np.int32 if len(run) < 1 << 31 else np.int64
-    return np.r_[0, np.cumsum(np.bincount(top, minlength=1 << bits))].astype(dtype)
+    starts = np.zeros((1 << bits) + 1, np.int32 if len(run) < 1 << 31 else np.int64)
+    np.cumsum(np.bincount(top, minlength=1 << bits), out=starts[1:])
+    return starts
 
 
 def pairs_in_groups(
