@@ -440,8 +440,12 @@ def _tokenized_fingerprints(
         return fps, []
     long = [i for i, t in enumerate(tokens) if len(t) > HEAD_TOKENS]
     head_fps: list[int | None] = [None] * len(norm)
-    heads_of_long = [weigh(head_window(tokens[i], hashfunc), settings) for i in long]
-    for i, fp in zip(long, fingerprint_batch(heads_of_long, settings.bits, hashfunc)):
+    windows = [head_window(tokens[i], hashfunc) for i in long]
+    if _unit_weights(settings, hashfunc):
+        heads_of_long = feature_occurrence_fingerprints(windows, settings, hashfunc)  # type: ignore[arg-type]
+    else:
+        heads_of_long = fingerprint_batch([weigh(w, settings) for w in windows], settings.bits, hashfunc)
+    for i, fp in zip(long, heads_of_long):
         head_fps[i] = fp
     return fps, head_fps
 
@@ -574,17 +578,17 @@ def _default_hash(settings: Settings, hashfunc: HashFunc) -> bool:
 
 def _unit_weights(settings: Settings, hashfunc: HashFunc) -> bool:
     """Whether each feature occurrence (tf), or each distinct feature (binary), weighs 1
-    under these settings, with a FeatureHasher of 64 bits: then the column sums are the
-    +-1 sums over them, which occurrence_fingerprints counts in byte lanes, where
-    fingerprint_batch multiplies a float64 matrix of (features, 64) signs by their weights
-    (`--tokenizer chars` of 50,000 English lines: 25 s, where the default words take
-    0.65; most of it that matrix)."""
+    under these settings, with a FeatureHasher of the fingerprint's bits: then the column
+    sums are the +-1 sums over them, which occurrence_fingerprints counts in byte lanes,
+    where fingerprint_batch multiplies a float64 matrix of (features, bits) signs by their
+    weights (`--tokenizer chars` of 50,000 English lines: 25 s, where the default words
+    take 0.65; most of it that matrix; 30,000 English lines at 128 bits: 3.9 s, 1.2 s in
+    lanes)."""
     return (
         settings.weights in ("tf", "binary")
         and settings.top_k == 0
-        and settings.bits == 64
         and isinstance(hashfunc, FeatureHasher)
-        and hashfunc.bits == 64
+        and hashfunc.bits == settings.bits
     )
 
 
@@ -596,8 +600,17 @@ def feature_occurrence_fingerprints(
     if settings.weights == "binary":
         tokens = [list(dict.fromkeys(t)) for t in tokens]  # each distinct feature once
     counts = np.fromiter(map(len, tokens), np.intp, len(tokens))
-    hashes = np.array(hashfunc.many(list(chain.from_iterable(tokens))), dtype=np.uint64)
-    return occurrence_fingerprints(hashes, counts)
+    return occurrence_fingerprints(
+        hash_words(hashfunc.many(list(chain.from_iterable(tokens))), hashfunc.bits), counts
+    )
+
+
+def hash_words(hashes: list[int], bits: int) -> np.ndarray:
+    """Feature hashes of `bits` bits (64 or 128) as uint64: shape (n,) for 64 bits, (n, 2)
+    for 128 with the low word first."""
+    if bits == 64:
+        return np.array(hashes, dtype=np.uint64)
+    return np.frombuffer(b"".join([h.to_bytes(16, "little") for h in hashes]), "<u8").reshape(-1, 2)
 
 
 _LANE_MASK = np.uint64(0x0101010101010101)
@@ -637,9 +650,27 @@ def ascii_word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def occurrence_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int | None]:
-    """64-bit fingerprints of documents given as runs of token hashes (uint64, the
-    first counts[0] for document 0, and so on), each occurrence weighing 1; None for a
-    document without tokens.
+    """Fingerprints of documents given as runs of token hashes (uint64, the first
+    counts[0] for document 0, and so on), each occurrence weighing 1; None for a
+    document without tokens. 64 bits; with hashes of shape (n, 2), the words of 128-bit
+    hashes (low word first, hash_words), 128 bits, each word's bits counted alike."""
+    fps: list[int | None] = [None] * len(counts)
+    present = np.flatnonzero(counts)
+    if not len(present):
+        return fps
+    if hashes.ndim == 1:
+        found = _majority_bits(hashes, counts, present)
+    else:
+        low, high = (_majority_bits(np.ascontiguousarray(hashes[:, w]), counts, present) for w in (0, 1))
+        found = [lo | hi << 64 for lo, hi in zip(low, high)]
+    for d, fp in zip(present.tolist(), found):
+        fps[d] = fp
+    return fps
+
+
+def _majority_bits(hashes: np.ndarray, counts: np.ndarray, present: np.ndarray) -> list[int]:
+    """The 64-bit fingerprint of each document of `present` (those with tokens) from its
+    run of token hashes (uint64): bit i set where more than half its tokens have it.
 
     Per document and bit, numpy counts the tokens whose hash has that bit set; bit i is
     1 when more than half of them have it (the +-1 sum is then > 0). The count runs in
@@ -647,10 +678,6 @@ def occurrence_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int 
     one uint64, so one addition counts eight bits at once, for at most 255 tokens
     before a byte could overflow; longer documents are summed in pieces.
     """
-    fps: list[int | None] = [None] * len(counts)
-    present = np.flatnonzero(counts)
-    if not len(present):
-        return fps
     first = np.cumsum(counts) - counts
     # Pieces of at most _LANE_MAX tokens, each within one document, in token order.
     c = counts[present]
@@ -673,9 +700,7 @@ def occurrence_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int 
     # ones[d, j, b] counts bit 8b + j; bit order i = 8b + j is the (b, j) transpose.
     ones = ones.transpose(0, 2, 1).reshape(-1, 64)
     packed = np.packbits(2 * ones > c[:, None], axis=1, bitorder="little")
-    for d, fp in zip(present.tolist(), packed.view("<u8").ravel().tolist()):
-        fps[d] = fp
-    return fps
+    return packed.view("<u8").ravel().tolist()  # type: ignore[no-any-return]
 
 
 def distance(a: int, b: int) -> int:

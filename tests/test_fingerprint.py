@@ -162,7 +162,7 @@ def assert_fingerprinted_as_extract_then_fingerprint_batch(batch: list[str], lon
     """text_batch_fingerprints of `batch` and a document of `long` tokens (past 255 the
     byte-lane counts are summed in pieces) are extract()'s, then fingerprint_batch()'s."""
     batch = [*batch, " ".join(["w"] * long) + " x" * (long // 3)]
-    expected = fingerprint_batch([extract(t, s) for t in batch], 64, FeatureHasher(64, s.seed))
+    expected = fingerprint_batch([extract(t, s) for t in batch], s.bits, FeatureHasher(s.bits, s.seed))
     assert text_batch_fingerprints(batch, s) == expected
 
 
@@ -179,15 +179,42 @@ def assert_fingerprinted_as_extract_then_fingerprint_batch(batch: list[str], lon
             {"shingle": 3, "weights": "binary"},
             {"weights": "binary"},
             {"weights": "binary", "tokenizer": "words", "fold": False},
+            {"bits": 128},
+            {"bits": 128, "weights": "binary", "seed": 3},
+            {"bits": 128, "tokenizer": "chars"},
         ]
     ),
 )
 def test_unit_weights_summed_per_occurrence_equal_extract_then_fingerprint_batch(
     batch: list[str], long: int, options: dict[str, object]
 ) -> None:
-    # chars, shingles and binary weights: each feature occurrence (or distinct feature)
-    # counted in byte lanes, where fingerprint_batch multiplies a float matrix (stop 39).
+    # chars, shingles, binary weights and 128 bits: each feature occurrence (or distinct
+    # feature) counted in byte lanes, where fingerprint_batch multiplies a float matrix
+    # (stop 39; 128 bits, a word at a time, stop 42).
     assert_fingerprinted_as_extract_then_fingerprint_batch(batch, long, Settings(**options))  # type: ignore[arg-type]
+
+
+@settings(max_examples=100, deadline=None)
+@given(batch=some_texts, long=st.integers(0, 300), weights=st.sampled_from(["tf", "binary"]))
+def test_128_bit_fingerprints_and_heads_counted_in_lanes_equal_the_float_sums(
+    batch: list[str], long: int, weights: str
+) -> None:
+    # The heads too: a hash function that is not a FeatureHasher takes the float sums.
+    from simdedup.features import normalized_many
+    from simdedup.fingerprint import normalized_batch_fingerprints
+
+    batch = [
+        *batch,
+        " ".join(f"w{i % 40}" for i in range(long)),
+        " ".join(f"v{i % 7}" for i in range(long + 70)),
+    ]
+    s = Settings(bits=128, weights=weights)  # type: ignore[arg-type]
+    hasher = FeatureHasher(128)
+    norm = normalized_many(batch, s)
+    lanes = normalized_batch_fingerprints(norm, s, hasher, heads=True)
+    general = normalized_batch_fingerprints(norm, s, lambda f: hasher(f), heads=True)
+    assert (lanes[0], lanes[2]) == (general[0], general[2])
+    assert any(fp is not None and fp >> 64 for fp in lanes[0]) or not any(lanes[0])
 
 
 @settings(max_examples=150, deadline=None)
