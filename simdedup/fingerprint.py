@@ -29,7 +29,7 @@ from .features import (
 )
 from .read import AsciiLines
 from .settings import HEAD_TOKENS, Settings
-from .xxh3 import hash_spans
+from .xxh3 import hash_spans, hash_spans128
 
 try:
     from .compiled_text import ascii_batch, ascii_spans, span_fingerprints
@@ -319,7 +319,12 @@ def compiled_core(
     texts on the occurrence path (_occurrence_path) without a word longer than
     xxh3.VECTORIZED_MAX bytes; None where that is none of them (and where simdedup was
     installed without its C core). The same results as the numpy path."""
-    if ascii_batch is None or ascii_spans is None or not _occurrence_path(settings, hashfunc):
+    if (
+        ascii_batch is None
+        or ascii_spans is None
+        or settings.bits != 64
+        or not _occurrence_path(settings, hashfunc)
+    ):
         return None
     if isinstance(texts, AsciiLines):  # read where they are
         ascii_rows: list[int] = list(range(len(texts)))
@@ -388,20 +393,21 @@ def normalized_batch_fingerprints(
         other = [i for i, t in enumerate(norm) if not t.isascii()]
         if settings.tokenizer == "auto":  # jieba words, or \w+ words where there is no Han
             pool, order, counts = jieba_word_pool([norm[i] for i in other])
-            hashes = np.array(hashfunc.many(pool), dtype=np.uint64)[order]  # type: ignore[attr-defined]
+            hashes = hash_words(hashfunc.many(pool), settings.bits)[order]  # type: ignore[attr-defined]
         else:
             hashes, counts = word_hashes([norm[i] for i in other], hashfunc)  # type: ignore[arg-type]
         put(other, hashes, counts)
         # Without Han characters both tokenizers ("auto", "words") give the \w+ words.
         wordy = np.array([not has_chinese(norm[i]) for i in other], dtype=bool)
-        if wordy.any():
+        if wordy.any() and settings.bits == 64:  # the sketches' word hashes are xxh3-64's
             rows = [i for i, w in zip(other, wordy.tolist()) if w]
             runs.append((rows, hashes[np.repeat(wordy, counts)], counts[wordy]))
     if ascii_rows:
         texts = norm if len(ascii_rows) == len(norm) else [norm[i] for i in ascii_rows]
-        hashes, counts = ascii_word_hashes(texts)
+        hashes, counts = ascii_word_hashes(texts, settings.bits)
         put(ascii_rows, hashes, counts)
-        runs.append((ascii_rows, hashes, counts))
+        if settings.bits == 64:
+            runs.append((ascii_rows, hashes, counts))
     return fps, runs, head_fps
 
 
@@ -483,14 +489,14 @@ def ascii_feature_hashes(texts: Sequence[str], settings: Settings) -> tuple[np.n
         counts = np.where(lengths > n, lengths - n + 1, (lengths > 0).astype(np.intp))
         starts = np.repeat(doc_starts, counts) + _positions(counts)
         ends = starts + np.minimum(np.repeat(lengths, counts), n)
-        return hash_spans(data, starts, ends), counts
+        return _spans_hash(settings.bits)(data, starts, ends), counts
     n = settings.shingle
     word_starts, word_ends = ascii_word_spans(data)
     per_doc = np.diff(np.searchsorted(word_starts, doc_starts), append=len(word_starts))
     counts = np.where(per_doc > n, per_doc - n + 1, (per_doc > 0).astype(np.intp))
     first_word = np.repeat(np.cumsum(per_doc) - per_doc, counts) + _positions(counts)
     last_word = first_word + np.minimum(np.repeat(per_doc, counts), n) - 1
-    return hash_spans(data, word_starts[first_word], word_ends[last_word]), counts
+    return _spans_hash(settings.bits)(data, word_starts[first_word], word_ends[last_word]), counts
 
 
 def _positions(counts: np.ndarray) -> np.ndarray:
@@ -514,7 +520,12 @@ def head_window(tokens: list[str], hashfunc: HashFunc) -> list[str]:
 
 def head_starts(hashes: np.ndarray, first: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """head_window()'s start in each run of token hashes: runs[i] is hashes[first[i]:
-    first[i] + counts[i]], each longer than HEAD_TOKENS; positions into `hashes`."""
+    first[i] + counts[i]], each longer than HEAD_TOKENS; positions into `hashes`. Hashes
+    of 128 bits (rows of low and high words) are compared by their rank among them."""
+    if hashes.ndim == 2:  # a stable sort: of equal hashes, the earlier ranks lower
+        order = np.lexsort((hashes[:, 0], hashes[:, 1]))
+        hashes = np.empty(len(order), np.int64)
+        hashes[order] = np.arange(len(order))
     span = counts - HEAD_TOKENS + 1  # the starts a window can have in each run
     span_first = np.cumsum(span) - span
     local = np.arange(int(span.sum())) - np.repeat(span_first, span)
@@ -544,7 +555,11 @@ def compiled_serves(settings: Settings) -> bool:
     """Whether the compiled core (compiled_core) does ASCII text under these settings
     with the default feature hash: it was built, and other tokens, weights, shingles or
     bits take the numpy path."""
-    return ascii_batch is not None and _occurrence_path(settings, FeatureHasher(settings.bits, settings.seed))
+    return (
+        ascii_batch is not None
+        and settings.bits == 64
+        and _occurrence_path(settings, FeatureHasher(settings.bits, settings.seed))
+    )
 
 
 def _occurrence_path(settings: Settings, hashfunc: HashFunc) -> bool:
@@ -565,15 +580,20 @@ def _occurrence_path(settings: Settings, hashfunc: HashFunc) -> bool:
 
 
 def _default_hash(settings: Settings, hashfunc: HashFunc) -> bool:
-    """Whether features are hashed as xxh3.hash_spans hashes them: 64 bits, xxh3-64 with
-    seed 0, by the FeatureHasher itself."""
+    """Whether features are hashed as xxh3.hash_spans (64 bits) or hash_spans128 (128)
+    hash them: xxh3 of the fingerprint's width with seed 0, by the FeatureHasher itself."""
     return (
-        settings.bits == 64
+        settings.bits in (64, 128)
         and settings.seed == 0
         and type(hashfunc) is FeatureHasher
-        and hashfunc.bits == 64
+        and hashfunc.bits == settings.bits
         and hashfunc.seed == 0
     )
+
+
+def _spans_hash(bits: int) -> Callable[[bytes, np.ndarray, np.ndarray], np.ndarray]:
+    """xxh3.hash_spans for 64 bits, hash_spans128 (rows of low and high words) for 128."""
+    return hash_spans if bits == 64 else hash_spans128
 
 
 def _unit_weights(settings: Settings, hashfunc: HashFunc) -> bool:
@@ -630,14 +650,14 @@ def word_hashes(texts: Sequence[str], hasher: FeatureHasher) -> tuple[np.ndarray
     each text has; for any text (ascii_word_hashes: the same, faster, for ASCII text)."""
     tokens = [words(t) for t in texts]
     counts = np.fromiter(map(len, tokens), np.intp, len(tokens))
-    return np.array(hasher.many(list(chain.from_iterable(tokens))), dtype=np.uint64), counts
+    return hash_words(hasher.many(list(chain.from_iterable(tokens))), hasher.bits), counts
 
 
-def ascii_word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(hashes, counts): the xxh3-64 hashes of ASCII texts' \\w+ words, one run per text,
-    and how many each text has. The whole batch is one buffer in which numpy finds the
-    words (features.ascii_word_spans) and hashes them (xxh3.hash_spans), without a
-    Python object per word."""
+def ascii_word_hashes(texts: Sequence[str], bits: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes, counts): the xxh3 hashes of ASCII texts' \\w+ words (64 bits; 128: rows of
+    low and high words, hash_words), one run per text, and how many each text has. The
+    whole batch is one buffer in which numpy finds the words (features.ascii_word_spans)
+    and hashes them (xxh3.hash_spans, hash_spans128), without a Python object per word."""
     n = len(texts)
     # A space between documents: no word runs from one into the next.
     data = " ".join(texts).encode("ascii")
@@ -646,7 +666,7 @@ def ascii_word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         np.cumsum([len(t) + 1 for t in texts[:-1]], out=doc_starts[1:])
     starts, ends = ascii_word_spans(data)
     counts = np.diff(np.searchsorted(starts, doc_starts), append=len(starts))
-    return hash_spans(data, starts, ends), counts
+    return _spans_hash(bits)(data, starts, ends), counts
 
 
 def occurrence_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list[int | None]:

@@ -23,6 +23,7 @@ from typing import IO
 
 import numpy as np
 import pytest
+import xxhash
 from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -281,6 +282,33 @@ def test_verbose_reports_the_index_layout_and_largest_bucket(lines: Path) -> Non
 def test_128_bit_fingerprints_have_32_digits(lines: Path) -> None:
     rows = tsv(run("scan", str(lines), "--bits", "128").stdout)
     assert {len(r[4]) for r in rows[1:]} == {32}
+
+
+def simhash_by_definition(text: str, bits: int) -> int:
+    """The fingerprint of lowercase ASCII words by its definition: bit i is set where
+    more of the text's word occurrences have bit i of their xxh3 hash set than not."""
+    digest = xxhash.xxh3_64_intdigest if bits == 64 else xxhash.xxh3_128_intdigest
+    hashes = [digest(word.encode()) for word in text.split()]
+    return sum(1 << i for i in range(bits) if 2 * sum(h >> i & 1 for h in hashes) > len(hashes))
+
+
+@pytest.mark.parametrize("bits", [64, 128])
+def test_fingerprints_of_plain_lines_are_the_definitions_at_either_width(tmp_path: Path, bits: int) -> None:
+    # Plain ASCII lines take the compiled core at 64 bits and numpy's spans at 128: both
+    # print the definition's fingerprints, of the width asked (`fingerprint` and `scan`).
+    rng = random.Random(bits)
+    vocabulary = [f"w{i}" for i in range(500)]
+    texts = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 80))) for _ in range(400)]
+    texts += texts[:10]  # copies, for scan's groups
+    f = tmp_path / "plain.txt"
+    f.write_text("\n".join(texts) + "\n")
+    expected = [f"{simhash_by_definition(t, bits):0{bits // 4}x}" for t in texts]
+    printed = tsv(run("fingerprint", str(f), "--bits", str(bits), "-j", "1").stdout)
+    assert [row[0] for row in printed] == expected
+    # scan lists the documents of its groups
+    listed = tsv(run("scan", str(f), "--bits", str(bits), "--format", "tsv").stdout)[1:]
+    assert len(listed) > 2
+    assert [row[4] for row in listed] == [expected[int(row[2].rpartition(":")[2]) - 1] for row in listed]
 
 
 def test_a_larger_distance_finds_more(tmp_path: Path) -> None:

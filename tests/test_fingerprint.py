@@ -256,6 +256,25 @@ def test_the_vectorized_xxh3_equals_xxhash_at_every_length() -> None:
     assert got == [xxhash.xxh3_64_intdigest(p) for p in pieces]
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.binary(max_size=140) | st.sampled_from([b"", b"a", b"the", b"word", b"x" * 17]), max_size=40)
+)
+def test_the_vectorized_xxh3_128_equals_xxhash(pieces: list[bytes]) -> None:
+    # Every length class of xxh3-128 up to 128 bytes, and the longer ones it hands on.
+    import random
+
+    import numpy as np
+
+    from simdedup.xxh3 import hash_spans128
+
+    rng = random.Random(len(pieces))
+    pieces = [*pieces, *(rng.randbytes(n) for n in range(0, 200, 7))]
+    ends = np.cumsum([len(p) for p in pieces])
+    low, high = hash_spans128(b"".join(pieces), ends - [len(p) for p in pieces], ends).T.tolist()
+    assert [h << 64 | lo for lo, h in zip(low, high)] == [xxhash.xxh3_128_intdigest(p) for p in pieces]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.integers(HEAD_TOKENS + 1, HEAD_TOKENS + 40), min_size=1, max_size=6),
