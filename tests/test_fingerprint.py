@@ -222,7 +222,9 @@ def test_128_bit_fingerprints_and_heads_counted_in_lanes_equal_the_float_sums(
     batch=some_texts,
     long=st.integers(0, 120),
     options=st.sampled_from(
-        [{"tokenizer": "chars", "ngram": n} for n in (1, 3, 5)] + [{"shingle": n} for n in (2, 3, 9)]
+        [{"tokenizer": "chars", "ngram": n} for n in (1, 3, 5)]
+        + [{"shingle": n} for n in (2, 3, 9)]
+        + [{"tokenizer": "chars", "bits": 128}, {"shingle": 2, "bits": 128}]
     ),
 )
 def test_ascii_ngrams_and_shingles_found_in_one_buffer_equal_a_text_at_a_time(
@@ -235,7 +237,7 @@ def test_ascii_ngrams_and_shingles_found_in_one_buffer_equal_a_text_at_a_time(
 
     batch = [*batch, " ".join(["w", "x-y"] * long)] * 16  # enough to take it (ASCII_FEATURES_BATCH)
     s = Settings(**options)  # type: ignore[arg-type]
-    hasher = FeatureHasher()
+    hasher = FeatureHasher(s.bits)
     norm = normalized_many(batch, s)
     fast = normalized_batch_fingerprints(norm, s, hasher, heads=True)
     general = normalized_batch_fingerprints(norm, s, lambda f: hasher(f), heads=True)
