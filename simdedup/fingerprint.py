@@ -568,7 +568,8 @@ def _occurrence_path(settings: Settings, hashfunc: HashFunc) -> bool:
     With `weights="tf"` (and no top-k) weigh() gives each word its count, so summing
     +-1 per occurrence is the same sum, exactly (integers); tests compare the two paths
     on random text, so a change to weigh() that breaks this shows there. Only for the
-    default feature hash: xxh3-64 with seed 0 is what xxh3.hash_spans computes.
+    default feature hash: xxh3-64 (or xxh3-128 at 128 bits) with seed 0 is what
+    xxh3.hash_spans (hash_spans128) computes. The compiled core takes 64 bits only.
     """
     return (
         settings.tokenizer in ("auto", "words")
@@ -602,8 +603,8 @@ def _unit_weights(settings: Settings, hashfunc: HashFunc) -> bool:
     sums are the +-1 sums over them, which occurrence_fingerprints counts in byte lanes,
     where fingerprint_batch multiplies a float64 matrix of (features, bits) signs by their
     weights (`--tokenizer chars` of 50,000 English lines: 25 s, where the default words
-    take 0.65; most of it that matrix; 30,000 English lines at 128 bits: 3.9 s, 1.2 s in
-    lanes)."""
+    take 0.65; most of it that matrix; `fingerprint --bits 128` of 30,000: 3.5-3.9 s,
+    1.3 s in lanes)."""
     return (
         settings.weights in ("tf", "binary")
         and settings.top_k == 0
