@@ -610,6 +610,9 @@ def _unit_weights(settings: Settings, hashfunc: HashFunc) -> bool:
         and settings.top_k == 0
         and isinstance(hashfunc, FeatureHasher)
         and hashfunc.bits == settings.bits
+        # at 128 bits FeatureHasher's own hashes only, ints below 2 ** 128 (hash_words);
+        # a subclass's go through hash_bits, which checks them (a review)
+        and (settings.bits == 64 or type(hashfunc) is FeatureHasher)
     )
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -242,6 +243,27 @@ def test_ascii_ngrams_and_shingles_found_in_one_buffer_equal_a_text_at_a_time(
     fast = normalized_batch_fingerprints(norm, s, hasher, heads=True)
     general = normalized_batch_fingerprints(norm, s, lambda f: hasher(f), heads=True)
     assert (fast[0], fast[2]) == (general[0], general[2])
+
+
+@pytest.mark.parametrize("options", [{}, {"tokenizer": "chars"}, {"weights": "binary"}])
+def test_a_feature_hasher_subclass_at_128_bits_is_checked_as_any_hash_function(
+    options: dict[str, str],
+) -> None:
+    # Its hashes are taken as hash_bits takes any: the low 128 bits of wider ones, and a
+    # bool refused (counted in lanes, a wider one overflowed and a bool passed: a review).
+    class Wider(FeatureHasher):
+        def many(self, features: list[str]) -> list[int]:
+            return [h | 1 << 131 for h in super().many(features)]
+
+    class Bools(FeatureHasher):
+        def many(self, features: list[str]) -> list[int]:
+            return [True for _ in features]
+
+    s = Settings(bits=128, **options)  # type: ignore[arg-type]
+    texts = ["the quick brown fox", "jumps over the lazy dog"]
+    assert fingerprint_texts(texts, s, Wider(128)) == fingerprint_texts(texts, s, FeatureHasher(128))
+    with pytest.raises(ValueError, match="a feature hash is an int"):
+        fingerprint_texts(texts, s, Bools(128))
 
 
 def test_the_vectorized_xxh3_equals_xxhash_at_every_length() -> None:
