@@ -2,9 +2,9 @@
 
 The same hashes as `xxhash.xxh3_64_intdigest(data)` (hash_spans) and
 `xxhash.xxh3_128_intdigest(data)` (hash_spans128, `--bits 128`), computed for a whole
-batch of tokens of one buffer without a Python call per token. Strings of up to 128 bytes take
-the vectorized path; longer ones (rare in text) go to the xxhash package one by one.
-Never allocates per token in Python; never prints.
+batch of tokens of one buffer without a Python call per token. Strings of up to 128
+bytes take the vectorized path; longer ones (rare in text) go to the xxhash package one
+by one. Never allocates per token in Python; never prints.
 """
 
 from __future__ import annotations
@@ -230,16 +230,17 @@ def _len0_128(buf, win8, win4, starts, lengths):  # type: ignore[no-untyped-def]
     return np.tile(_xxh64_avalanche(pair), (len(starts), 1))
 
 
+_U32_BYTE = (np.uint64(0xFF), np.uint64(0xFF00))
+
+
 def _bswap32(x: np.ndarray) -> np.ndarray:
+    """The byte-swap of 32-bit values held in uint64."""
     return (
         ((x & _U32_BYTE[0]) << _U[24])
         | ((x & _U32_BYTE[1]) << _U[8])
         | ((x >> _U[8]) & _U32_BYTE[1])
         | (x >> _U[24])
     )
-
-
-_U32_BYTE = (np.uint64(0xFF), np.uint64(0xFF00))
 
 
 def _len1to3_128(buf, win8, win4, starts, lengths):  # type: ignore[no-untyped-def]
