@@ -220,34 +220,35 @@ static int exact_sketch(const uint64_t *hashes, int64_t m, int64_t shingles, int
  * one shingle, padded with 0): 2 ** log2_bins bins, each bin's least 16-bit value coded in
  * `bits` bits by multiply-shift (0 where a bin is empty), packed into `out`. A document of
  * 1 to `exact` distinct shingles (their top 32 bits) gets an exact sketch instead
- * (sketch.OnePermutation._hold_exactly): EXACT_MARK, the count, the values ascending. */
+ * (sketch.OnePermutation._hold_exactly): EXACT_MARK, the count, the values ascending.
+ * `minima` (2 ** log2_bins) is all EMPTY before and after; `touched` has as many places.
+ * Only the bins a shingle falls in are visited: a document fills ~100 of 1,024. */
 static void sketch(const uint64_t *hashes, int64_t m, int log2_bins, int bits, int exact, uint16_t *minima,
-                   uint8_t *out, int64_t width) {
-    int64_t bins = (int64_t)1 << log2_bins, occupied = 0;
-    for (int64_t i = 0; i < bins; i++)
-        minima[i] = EMPTY;
+                   uint32_t *touched, uint8_t *out, int64_t width) {
+    int64_t occupied = 0;
     int64_t shingles = m > 2 ? m - 2 : (m > 0 ? 1 : 0);
     for (int64_t s = 0; s < shingles; s++) {
         uint64_t h = shingle(hashes, m, s);
-        int64_t slot = log2_bins ? (int64_t)(h >> (64 - log2_bins)) : 0;
+        uint32_t slot = log2_bins ? (uint32_t)(h >> (64 - log2_bins)) : 0;
         uint16_t value = (uint16_t)((h >> (48 - log2_bins)) & 0xFFFF);
         if (value > EMPTY - 1)
             value = EMPTY - 1;
+        touched[occupied] = slot;
         occupied += minima[slot] == EMPTY;
         if (value < minima[slot])
             minima[slot] = value;
     }
-    if (occupied > 0 && occupied <= exact && exact_sketch(hashes, m, shingles, exact, out, width))
-        return;
-    int per_byte = 8 / bits, codes = (1 << bits) - 1;
-    for (int64_t w = 0; w < width; w++) {
-        unsigned packed = 0;
-        for (int j = 0; j < per_byte; j++) {
-            unsigned least = minima[per_byte * w + j];
-            packed |= ((((least & 0xFF) * codes >> 8) + 1) * (least != EMPTY)) << (bits * j);
+    if (!(occupied > 0 && occupied <= exact && exact_sketch(hashes, m, shingles, exact, out, width))) {
+        int per_byte = 8 / bits, codes = (1 << bits) - 1;
+        memset(out, 0, (size_t)width);
+        for (int64_t i = 0; i < occupied; i++) {
+            uint32_t slot = touched[i];
+            unsigned code = ((minima[slot] & 0xFF) * codes >> 8) + 1;
+            out[slot / per_byte] |= (uint8_t)(code << (bits * (slot % per_byte)));
         }
-        out[w] = (uint8_t)packed;
     }
+    for (int64_t i = 0; i < occupied; i++)
+        minima[touched[i]] = EMPTY;
 }
 
 typedef struct {
@@ -270,9 +271,12 @@ static int documents(const Batch *b) {
     int64_t *edges = malloc(sizeof(int64_t) * (longest + 2));
     uint64_t *hashes = malloc(sizeof(uint64_t) * (longest / 2 + 1));
     uint16_t *minima = malloc(sizeof(uint16_t) << b->log2_bins);
+    uint32_t *touched = malloc(sizeof(uint32_t) << b->log2_bins);
     int status = -1;
-    if (!low || !word_bits || !edges || !hashes || !minima)
+    if (!low || !word_bits || !edges || !hashes || !minima || !touched)
         goto out;
+    for (int64_t i = 0; i < (int64_t)1 << b->log2_bins; i++)
+        minima[i] = EMPTY;
     fold(b->raw, b->n_bytes, low, word_bits);
     for (int64_t d = 0; d < b->n_docs; d++) {
         int64_t m = word_edges(word_bits, b->starts[d], b->ends[d], edges) / 2; /* words */
@@ -300,7 +304,7 @@ static int documents(const Batch *b) {
             b->has_head[d] = 1;
         }
         if (b->width)
-            sketch(hashes, m, b->log2_bins, b->bits, b->exact, minima, b->sketches + d * b->width, b->width);
+            sketch(hashes, m, b->log2_bins, b->bits, b->exact, minima, touched, b->sketches + d * b->width, b->width);
     }
     status = 0;
 out:
@@ -309,6 +313,7 @@ out:
     free(edges);
     free(hashes);
     free(minima);
+    free(touched);
     return status;
 }
 

@@ -85,6 +85,24 @@ def test_compiled_sketches_of_other_codes_are_the_numpy_ones(texts: list[str], b
     assert np.array_equal(sketches[done], expected[done])
 
 
+def test_the_c_core_writes_all_of_each_sketch_whatever_its_buffer_held() -> None:
+    from simdedup import _textcore
+
+    # Exact sketches (up to 12 shingles) and sketches of bins.
+    texts = ["the cat sat on the mat", "a b", "ab cd " * 30, " ".join(f"w{i}" for i in range(40))]
+    _, _, expected, _ = ascii_batch(texts, False, 1024, 2, 12)
+    data = " ".join(texts).encode()
+    lengths = np.array([len(t) for t in texts], np.int64)
+    starts = np.cumsum(lengths + 1) - lengths - 1
+    n = len(texts)
+    sketches = np.full((n, 256), 0xFF, np.uint8)
+    outputs = [np.zeros(n, np.uint64), np.zeros(n, bool), np.zeros(n, np.uint64), np.zeros(n, bool)]
+    _textcore.ascii_documents(
+        data, starts, starts + lengths, False, 10, 2, 12, *outputs, sketches, np.zeros(n, bool)
+    )
+    assert np.array_equal(sketches, expected)
+
+
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), texts=st.lists(ascii_text(), min_size=1, max_size=4), sketches=st.booleans())
 def test_spans_cut_anywhere_in_the_bytes_are_read_as_those_bytes_alone(
