@@ -1899,8 +1899,12 @@ def _write_groups(groups: Groups, dd: Deduplicator, fmt: str, runs: IndexSession
             out.write(record)
     else:
         out = RecordWriter(stream, fmt, columns)
-        for row in groups.rows(kept_ids, kept_fps, bits, runs):
-            out.write(row)
+        if fmt == "tsv":
+            for block in groups.tsv_blocks(kept_ids, kept_fps, bits, runs):
+                stream.write(block)
+        else:
+            for row in groups.rows(kept_ids, kept_fps, bits, runs):
+                out.write(row)
     stream.flush()
 
 

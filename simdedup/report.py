@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 import re
@@ -255,28 +256,35 @@ class Groups:
         """Flat rows, groups in the kept document's input order: the kept one, then its
         duplicates. With `runs` (a stored index), a last field, `run`: the run that kept
         the kept document, and this run for its duplicates."""
+        columns = GROUP_COLUMNS if runs is None else GROUP_RUN_COLUMNS
+        for values in self.row_values(kept_ids, kept_fps, bits, runs):
+            yield dict(zip(columns, values))
+
+    def row_values(
+        self, kept_ids: Any, kept_fps: Any, bits: int, runs: RunNames | None = None
+    ) -> Iterator[tuple[Any, ...]]:
+        """rows' values, in GROUP_COLUMNS' order (GROUP_RUN_COLUMNS' with `runs`)."""
         for group, row in enumerate(sorted(self.members), 1):
-            kept = {
-                "group": group,
-                "status": "kept",
-                "id": kept_ids[row],
-                "distance": 0,
-                "fingerprint": format_fingerprint(kept_fps[row], bits),
-            }
-            if runs is not None:
-                kept["run"] = runs.run_of(row)
-            yield kept
+            kept_run = () if runs is None else (runs.run_of(row),)
+            yield (group, "kept", kept_ids[row], 0, format_fingerprint(kept_fps[row], bits), *kept_run)
+            run = () if runs is None else (runs.run_name,)
             for doc_id, d, fp in self.members[row]:
-                duplicate = {
-                    "group": group,
-                    "status": "duplicate",
-                    "id": doc_id,
-                    "distance": d,
-                    "fingerprint": format_fingerprint(fp, bits),
-                }
-                if runs is not None:
-                    duplicate["run"] = runs.run_name
-                yield duplicate
+                yield (group, "duplicate", doc_id, d, format_fingerprint(fp, bits), *run)
+
+    def tsv_blocks(
+        self, kept_ids: Any, kept_fps: Any, bits: int, runs: RunNames | None = None
+    ) -> Iterator[bytes]:
+        """rows as TSV lines without the header, byte for byte as RecordWriter writes
+        them, TSV_BLOCK_ROWS at a time (a dict and a write a row: 0.12 s for 33,600 rows)."""
+        values = self.row_values(kept_ids, kept_fps, bits, runs)
+        while block := list(itertools.islice(values, TSV_BLOCK_ROWS)):
+            # Only ids and run names are text to escape; escapes looked for in a block's ids at once.
+            ids = [row[2] for row in block]
+            if _TSV_SPECIAL.search("".join(ids)):
+                ids = [tsv_field(i) for i in ids]
+            ran = [f"\t{tsv_field(row[5])}" for row in block] if runs is not None else itertools.repeat("")
+            lines = [f"{g}\t{s}\t{i}\t{d}\t{fp}{r}\n" for (g, s, _, d, fp, *_), i, r in zip(block, ids, ran)]
+            yield "".join(lines).encode("utf-8")
 
     def records(
         self, kept_ids: Any, kept_fps: Any, bits: int, runs: RunNames | None = None
@@ -308,6 +316,8 @@ class RunNames(Protocol):
 
 GROUP_COLUMNS = ("group", "status", "id", "distance", "fingerprint")
 GROUP_RUN_COLUMNS = GROUP_COLUMNS + ("run",)  # with --index
+#: Rows a piece of Groups.tsv_blocks.
+TSV_BLOCK_ROWS = 4096
 
 
 def group_sizes(sizes: Iterable[int]) -> dict[int, int]:

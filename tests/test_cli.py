@@ -20,6 +20,7 @@ import termios
 import time
 from pathlib import Path
 from typing import IO
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -30,9 +31,18 @@ from hypothesis import strategies as st
 
 from simdedup import cli as cli_module
 from simdedup import read as read_module
+from simdedup import report as report_module
 from simdedup.cli import PIPELINE_BATCH, main
 from simdedup.read import Problem, ReadOptions
-from simdedup.report import RecordWriter, fingerprint_lines, numbered_fingerprint_lines, tsv_field
+from simdedup.report import (
+    GROUP_COLUMNS,
+    GROUP_RUN_COLUMNS,
+    Groups,
+    RecordWriter,
+    fingerprint_lines,
+    numbered_fingerprint_lines,
+    tsv_field,
+)
 from simdedup.settings import Settings
 
 EN = (
@@ -562,6 +572,45 @@ def test_fingerprint_lines_are_what_the_record_writer_writes(
         else:
             expected.write(f"{'-' if fp is None else f'{fp:016x}'}\t{tsv_field(i)}\n".encode())
     assert fingerprint_lines(ids, fps, 64, fmt) == expected.getvalue()
+
+
+class _Runs:
+    def __init__(self, name: str) -> None:
+        self.run_name = name
+
+    def run_of(self, row: int) -> str:
+        return f"{self.run_name}\t{row}" if row % 2 else "night 1"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    members=st.dictionaries(
+        st.integers(0, 30),
+        st.lists(st.tuples(st.text(max_size=8), st.integers(0, 4), st.integers(0, 2**64 - 1)), max_size=3),
+        max_size=6,
+    ),
+    run=st.none() | st.text(max_size=6),
+    block=st.integers(1, 4),
+)
+def test_the_groups_tsv_blocks_are_what_the_record_writer_writes(
+    members: dict[int, list[tuple[str, int, int]]], run: str | None, block: int
+) -> None:
+    # The group listing writes its TSV rows in blocks, faster: the same bytes as a row
+    # at a time, ids with tabs, newlines and backslashes escaped, whatever the block size.
+    groups = Groups(members)
+    kept_ids = [f"kept\\{row}\n" for row in range(31)]
+    kept_fps = list(range(31))
+    runs = None if run is None else _Runs(run)
+    columns = GROUP_COLUMNS if runs is None else GROUP_RUN_COLUMNS
+    expected = io.BytesIO()
+    writer = RecordWriter(expected, "tsv", columns)
+    for row in groups.rows(kept_ids, kept_fps, 64, runs):
+        writer.write(row)
+    header = expected.getvalue().split(b"\n", 1)[0] + b"\n"
+    with mock.patch.object(report_module, "TSV_BLOCK_ROWS", block):
+        blocks = list(groups.tsv_blocks(kept_ids, kept_fps, 64, runs))
+    assert header + b"".join(blocks) == expected.getvalue()
+    assert all(b.count(b"\n") <= block for b in blocks)
 
 
 @settings(max_examples=200, deadline=None)
