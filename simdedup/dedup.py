@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import operator
 import threading
 from array import array
 from collections import Counter, OrderedDict
@@ -526,6 +527,10 @@ def checked_documents(docs: Sequence[Document]) -> None:
     halfway left a VerifyingDeduplicator's ids a row ahead of its index, and later
     duplicates named the wrong kept document (a trial). NaN, pandas' missing value, is
     named as such."""
+    if set(map(type, docs)) <= {Document}:  # the common case, at C speed: ~20 ns a document
+        ids, texts = list(map(_ID, docs)), list(map(_TEXT, docs))
+        if set(map(type, ids)) <= {str} and set(map(type, texts)) <= {str} and "".join(ids).isascii():
+            return
     for n, doc in enumerate(docs):
         if (
             type(doc) is Document
@@ -546,6 +551,9 @@ def checked_documents(docs: Sequence[Document]) -> None:
                 raise TypeError(
                     f"document {n} of the batch: its {field} is {value!r} ({type(value).__name__}), not a str"
                 )
+
+
+_ID, _TEXT = operator.itemgetter(0), operator.itemgetter(1)  # Document's fields
 
 
 def _storable(doc_id: str) -> bool:
@@ -575,9 +583,11 @@ def checked_fingerprints(
         if fps.dtype != object:
             return fingerprint_ints(fingerprint_array(fps, bits))
         fps = fps.tolist()  # Python ints (wide ones too) and None
-    if not all(type(fp) is int or fp is None for fp in fps):
+    types = set(map(type, fps))
+    if not types <= {int, type(None)}:
         fps = [int(fp) if isinstance(fp, np.integer) else fp for fp in fps]
-    fingerprint_array([fp for fp in fps if fp is not None], bits)  # refuses what is no fingerprint
+    # Refuses what is no fingerprint.
+    fingerprint_array(fps if type(None) not in types else [fp for fp in fps if fp is not None], bits)
     return fps
 
 

@@ -70,7 +70,7 @@ def fingerprint_array(fps: Sequence[int], bits: int = 64) -> np.ndarray:
     outside 0 .. 2 ** bits - 1) is refused: numpy would truncate or parse it."""
     if isinstance(fps, np.ndarray):
         return _words(fps, bits).reshape(len(fps)) if bits == 64 else _words(fps, bits)
-    if not all(type(fp) is int for fp in fps):
+    if not set(map(type, fps)) <= {int}:  # all exactly int (a set of their types: ~2x faster than all())
         bad = next(fp for fp in fps if type(fp) is not int)
         if isinstance(bad, bool) or not isinstance(bad, numbers.Integral):
             raise ValueError(f"a fingerprint is an int, not {bad!r}")
