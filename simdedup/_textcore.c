@@ -221,7 +221,8 @@ static int exact_sketch(const uint64_t *hashes, int64_t m, int64_t shingles, int
  * `bits` bits by multiply-shift (0 where a bin is empty), packed into `out`. A document of
  * 1 to `exact` distinct shingles (their top 32 bits) gets an exact sketch instead
  * (sketch.OnePermutation._hold_exactly): EXACT_MARK, the count, the values ascending.
- * `minima` (2 ** log2_bins) is all EMPTY before and after; `touched` has as many places.
+ * `minima` (2 ** log2_bins) is all EMPTY before and after; `touched` has one place more: each
+ * shingle's bin is written at touched[occupied] before it is known to be a new one.
  * Only the bins a shingle falls in are visited: a document fills ~100 of 1,024. */
 static void sketch(const uint64_t *hashes, int64_t m, int log2_bins, int bits, int exact, uint16_t *minima,
                    uint32_t *touched, uint8_t *out, int64_t width) {
@@ -271,7 +272,7 @@ static int documents(const Batch *b) {
     int64_t *edges = malloc(sizeof(int64_t) * (longest + 2));
     uint64_t *hashes = malloc(sizeof(uint64_t) * (longest / 2 + 1));
     uint16_t *minima = malloc(sizeof(uint16_t) << b->log2_bins);
-    uint32_t *touched = malloc(sizeof(uint32_t) << b->log2_bins);
+    uint32_t *touched = malloc(sizeof(uint32_t) * (((size_t)1 << b->log2_bins) + 1)); /* sketch writes one past */
     int status = -1;
     if (!low || !word_bits || !edges || !hashes || !minima || !touched)
         goto out;
