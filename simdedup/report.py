@@ -34,7 +34,23 @@ _JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def _json_line(record: dict[str, Any]) -> bytes:
-    return (_JSON.encode(record) + "\n").encode("utf-8")
+    try:
+        return (_JSON.encode(record) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # an id stored by a library run with a byte that is not UTF-8
+        return (_JSON.encode(_printable(record)) + "\n").encode("utf-8")
+
+
+def _printable(value: Any) -> Any:
+    """A record's or row's values with each str as read.printable writes it (a byte that is
+    not UTF-8 as \\xNN), for the ids that no reader made so: an index saved by the library
+    holds them as given, and listing one raised UnicodeEncodeError halfway (a review)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {k: _printable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_printable(v) for v in value)
+    return value
 
 
 #: TSV's escapes, and what needs one: most fields (numbers, hex, ids) have none.
@@ -100,6 +116,13 @@ class RecordWriter:
             self._write_row(columns)
 
     def _write_row(self, values: tuple[object, ...]) -> None:
+        try:
+            data = self._line(values).encode("utf-8")
+        except UnicodeEncodeError:  # see _printable
+            data = self._line(_printable(values)).encode("utf-8")
+        self.stream.write(data)
+
+    def _line(self, values: tuple[object, ...]) -> str:
         if self.fmt == "tsv":
             line = "\t".join([tsv_field(v) for v in values]) + "\n"
         else:
@@ -110,7 +133,7 @@ class RecordWriter:
                 values = tuple(v.translate(self._escapes) if isinstance(v, str) else v for v in values)
             csv.writer(buf, lineterminator="\r\n").writerow(["" if v is None else v for v in values])
             line = buf.getvalue()[:-2] + "\n"
-        self.stream.write(line.encode("utf-8"))
+        return line
 
     def write(self, record: dict[str, Any]) -> None:
         if self.fmt == "jsonl":
@@ -278,13 +301,11 @@ class Groups:
         them, TSV_BLOCK_ROWS at a time (a dict and a write a row: 0.12 s for 33,600 rows)."""
         values = self.row_values(kept_ids, kept_fps, bits, runs)
         while block := list(itertools.islice(values, TSV_BLOCK_ROWS)):
-            # Only ids and run names are text to escape; escapes looked for in a block's ids at once.
-            ids = [row[2] for row in block]
-            if _TSV_SPECIAL.search("".join(ids)):
-                ids = [tsv_field(i) for i in ids]
-            ran = [f"\t{tsv_field(row[5])}" for row in block] if runs is not None else itertools.repeat("")
-            lines = [f"{g}\t{s}\t{i}\t{d}\t{fp}{r}\n" for (g, s, _, d, fp, *_), i, r in zip(block, ids, ran)]
-            yield "".join(lines).encode("utf-8")
+            try:
+                data = _tsv_block(block).encode("utf-8")
+            except UnicodeEncodeError:  # see _printable
+                data = _tsv_block(_printable(block)).encode("utf-8")
+            yield data
 
     def records(
         self, kept_ids: Any, kept_fps: Any, bits: int, runs: RunNames | None = None
@@ -304,6 +325,16 @@ class Groups:
                 for i, d, fp in self.members[row]
             ]
             yield record
+
+
+def _tsv_block(block: list[tuple[Any, ...]]) -> str:
+    """Groups.row_values' rows as TSV lines. Only ids and run names are text to escape:
+    escapes are looked for in a block's ids at once."""
+    ids = [row[2] for row in block]
+    if _TSV_SPECIAL.search("".join(ids)):
+        ids = [tsv_field(i) for i in ids]
+    ran = [f"\t{tsv_field(row[5])}" for row in block] if len(block[0]) > 5 else itertools.repeat("")
+    return "".join([f"{g}\t{s}\t{i}\t{d}\t{fp}{r}\n" for (g, s, _, d, fp, *_), i, r in zip(block, ids, ran)])
 
 
 class RunNames(Protocol):

@@ -1191,3 +1191,27 @@ def test_the_cron_example_dedups_each_night_against_the_ones_before(tmp_path: Pa
     assert (crawl / "2024-11-22.2.unique.txt").read_text() == ""  # all seen by the first run
     log = (crawl / "simdedup.log").read_text().splitlines()
     assert re.fullmatch(r"\S+Z 2024-11-22.2 exit 0: 4 documents: 0 unique, 4 duplicates in .*", log[2])
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "jsonl"])
+def test_an_id_the_library_stored_with_a_byte_that_is_not_utf8_is_listed_as_ids_are(
+    fmt: str, tmp_path: Path
+) -> None:
+    # The library stores such an id as given; listing it as a duplicate's kept document
+    # raised UnicodeEncodeError halfway through the output (a review). It is written as
+    # the CLI writes the ids it reads: the byte as \xNN.
+    from simdedup import Document, IndexSession, Settings, VerifyingDeduplicator
+
+    index, lines = tmp_path / "lib.sdx", texts(6, 7)
+    with IndexSession(index, Settings(), run_name="lib") as session:
+        dd = VerifyingDeduplicator()
+        session.preload(dd)
+        dd.process([Document(f"id{i}" if i != 4 else "bad\udcffid", t, b"") for i, t in enumerate(lines)])
+        session.save(dd)
+    day = write_lines(tmp_path / "day.txt", lines[3:5])
+    report = tmp_path / f"report.{fmt}"
+    result = run("scan", str(day), "--index", str(index), "--format", fmt, "--report", str(report))
+    assert result.exit_code == 0
+    for written in (result.stdout_bytes, report.read_bytes()):
+        assert b"bad\\\\xffid" in written if fmt != "csv" else b"bad\\xffid" in written
+        assert written.decode("utf-8").count("id3") == 1

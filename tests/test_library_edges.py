@@ -26,6 +26,7 @@ from simdedup import (
     distance,
     fingerprint_batch,
     fingerprint_batches,
+    fingerprint_documents,
     fingerprint_texts,
     format_fingerprint,
     near_pairs,
@@ -670,3 +671,25 @@ def test_match_many_still_takes_sketches_by_keyword() -> None:
     docs = [Document("q0", "a b c d", b""), Document("q1", "e f g h", b"")]
     rows, dists = dd.match_many(docs, fps, sketches=None)
     assert rows.tolist() == [0, -1] and dists.tolist() == [0, -1]
+
+
+class _NoTruth(list):
+    """A sequence with no truth value, as a pandas Series is."""
+
+    def __bool__(self) -> bool:
+        raise ValueError("The truth value of a sequence is ambiguous")
+
+
+@pytest.mark.parametrize("make", [Deduplicator, VerifyingDeduplicator])
+def test_fingerprints_in_a_sequence_without_a_truth_value_are_taken(make) -> None:
+    # A pandas Series of fingerprints was refused after its checks were made faster (a review).
+    batch = ["the cat sat on the mat today", "the cat sat on the mat today", "something else entirely"]
+    docs = [Document(str(i), t, b"") for i, t in enumerate(batch)]
+    decided = make().decide_many(docs, _NoTruth(fingerprint_texts(batch)))
+    assert [d.status for d in decided] == ["unique", "duplicate", "unique"]
+
+
+def test_bad_documents_given_as_an_iterator_are_still_refused_by_name() -> None:
+    # The fast check of a batch used an iterator up, and a bad document went unsaid (a review).
+    with pytest.raises(TypeError, match="document 0 of the batch: its id is 5 \\(int\\)"):
+        fingerprint_documents(iter([Document(5, "x y z", b"")]), Settings())  # type: ignore[arg-type]
