@@ -314,15 +314,20 @@ HOT uint64_t hits64(const uint64_t *words, uint64_t value, int64_t k, const uint
 }
 
 #if X86
-/* hits64, eight candidates a step in AVX-512. */
-WIDE static inline uint64_t hits64_wide(const uint64_t *words, uint64_t value, int64_t k, const uint64_t *rule) {
+/* hits64 of words[:n], n <= 64, eight candidates a step in AVX-512: the lanes past n are
+ * masked off, neither read nor hits, so a bucket's last places (all of a small one's, which
+ * most are) take a step per eight too. One at a time, with a branch each that went either
+ * way, they were half of a search's time. */
+WIDE static inline uint64_t hits_wide(const uint64_t *words, Py_ssize_t n, uint64_t value, int64_t k,
+                                      const uint64_t *rule) {
     __m512i v = _mm512_set1_epi64((long long)value), most = _mm512_set1_epi64(k);
     __m512i key = _mm512_set1_epi64((long long)rule[0]), others = _mm512_set1_epi64((long long)~rule[1]);
     __m512i low = _mm512_set1_epi64((long long)rule[2]), high = _mm512_set1_epi64((long long)rule[3]);
     uint64_t hits = 0;
-    for (int e = 0; e < 64; e += 8) {
-        __m512i x = _mm512_xor_si512(_mm512_loadu_si512((const void *)(words + e)), v);
-        __mmask8 m = _mm512_cmple_epi64_mask(_mm512_popcnt_epi64(x), most);
+    for (Py_ssize_t e = 0; e < n; e += 8) {
+        __mmask8 in = n - e >= 8 ? 0xFF : (__mmask8)((1u << (n - e)) - 1);
+        __m512i x = _mm512_xor_si512(_mm512_maskz_loadu_epi64(in, (const void *)(words + e)), v);
+        __mmask8 m = _mm512_mask_cmple_epi64_mask(in, _mm512_popcnt_epi64(x), most);
         m &= _mm512_testn_epi64_mask(x, key);
         __m512i y = _mm512_or_si512(x, others);
         m &= _mm512_testn_epi64_mask(_mm512_andnot_si512(y, _mm512_sub_epi64(y, low)), high);
@@ -338,9 +343,16 @@ WIDE static inline uint64_t hits64_wide(const uint64_t *words, uint64_t value, i
 HOT Py_ssize_t within(const uint64_t *words, uint64_t value, Py_ssize_t n, int64_t k, int64_t *at,
                       const uint64_t *rule, int wide) {
     Py_ssize_t found = 0, j = 0;
-    for (; j + 64 <= n; j += 64) {
+    for (; j < n; j += 64) {
+        if (j + 64 > n && !wide) { /* the last places (all of a small bucket's), most of them far */
+            for (; j < n; j++)
+                if (near_here(words[j] ^ value, k, rule))
+                    at[found++] = j;
+            break;
+        }
 #if X86
-        uint64_t hits = wide ? hits64_wide(words + j, value, k, rule) : hits64(words + j, value, k, rule);
+        uint64_t hits = wide ? hits_wide(words + j, n - j < 64 ? n - j : 64, value, k, rule)
+                             : hits64(words + j, value, k, rule);
 #else
         uint64_t hits = hits64(words + j, value, k, rule);
 #endif
@@ -349,9 +361,6 @@ HOT Py_ssize_t within(const uint64_t *words, uint64_t value, Py_ssize_t n, int64
             hits &= hits - 1;
         }
     }
-    for (; j < n; j++) /* the last places (all of a small bucket's), most of them far */
-        if (near_here(words[j] ^ value, k, rule))
-            at[found++] = j;
     return found;
 }
 

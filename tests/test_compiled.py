@@ -365,3 +365,18 @@ def test_a_large_verified_index_leaves_no_thread_behind_for_forked_workers() -> 
         decisions = dd.process([Document(str(i), t, b"") for i, t in enumerate(texts)])
     assert len(decisions) == 300 and made.called  # the head index was searched beside
     assert not [t for t in threading.enumerate() if t.name.startswith(verify_module.HEAD_THREAD)]
+
+
+@pytest.mark.parametrize("k", [3, 4, 8])
+def test_a_small_bucket_gives_only_its_own_rows_to_a_query_near_zero(k: int) -> None:
+    # A bucket's last places (all of a small one's) are compared eight at a time, the
+    # lanes past its end masked off: unmasked, their zeros were near a query near 0.
+    fps = [0, 1, 3, 1 << 40, (1 << 40) | 1, 5, 0, 7]
+    queries = [0, 1, 2, 1 << 40]
+    with compiled_from_the_first_row():
+        index = BlockIndex(64, k, buffer_rows=1)
+        index.add_many(np.array(fps, np.uint64))
+        q, rows, ds = index.search(np.array(queries, np.uint64))
+    assert index.compiled
+    expected = {(a, b, bin(x ^ fp).count("1")) for a, x in enumerate(queries) for b, fp in enumerate(fps)}
+    assert sorted(zip(q.tolist(), rows.tolist(), ds.tolist())) == sorted(t for t in expected if t[2] <= k)
