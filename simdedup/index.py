@@ -912,9 +912,11 @@ def _check_distance(bits: int, distance: int) -> None:
 #: Up to this many fingerprints, near_pair_arrays compares every pair (measured: cheaper
 #: than building tables up to ~500).
 BRUTE_FORCE_PAIRS = 512
-#: The same for its compiled loop: 0.2 ms for 1,024 fingerprints against 3.6 ms for the
-#: tables; it grows with the square, so a larger batch goes to the tables.
-COMPILED_BRUTE_FORCE = 8192
+#: The same for its compiled loop, which grows with the square: at k = 4, 0.73-0.74 ms for
+#: 3,072 fingerprints of the generated corpus against 0.69-0.73 ms for the tables, 1.36
+#: against 0.91 at 4,096 (a `scan` batch), the same on random ones (stop 43; 8,192 when
+#: the tables cost 3.6 ms at 1,024).
+COMPILED_BRUTE_FORCE = 3072
 
 
 def near_pair_arrays(

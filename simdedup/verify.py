@@ -1142,7 +1142,9 @@ def near_pairs_after(
     if firsts.all():
         return near_pair_arrays(fparray, bits, k, compiled=compiled)
     chosen = np.flatnonzero(firsts)
-    if compiled and bits == 64 and len(fparray) <= COMPILED_BRUTE_FORCE:  # as near_pair_arrays compares
+    # Compared every pair with every chosen one where they are no more than near_pair_arrays
+    # compares so (about half the square of COMPILED_BRUTE_FORCE).
+    if compiled and bits == 64 and len(fparray) * len(chosen) <= COMPILED_BRUTE_FORCE**2 // 2:
         from .compiled import cross_pairs
 
         second, found, ds = cross_pairs(fparray, fparray[chosen], k)

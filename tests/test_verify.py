@@ -8,6 +8,7 @@ import pickle
 import random
 import sys
 from pathlib import Path
+from unittest import mock
 
 import hypothesis
 import numpy as np
@@ -1098,3 +1099,38 @@ def test_english_with_a_chinese_line_keeps_its_english_shingles_and_its_copy() -
     assert jaccard(shingle_hashes(english), shingle_hashes(mixed)) > 0.85
     decisions = dedup([Document("a", english, b""), Document("b", mixed, b"")])
     assert [d.status for d in decisions] == ["unique", "duplicate"]
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(
+    seed=st.integers(0, 2**32),
+    n=st.integers(0, 60),
+    k=st.integers(0, 8),
+    share=st.sampled_from([0.0, 0.1, 0.5, 1.0]),
+    brute=st.booleans(),
+)
+def test_the_pairs_after_a_crowd_are_the_brute_force_pairs_of_its_first_documents(
+    seed: int, n: int, k: int, share: float, brute: bool
+) -> None:
+    # near_pairs_after compares every pair (cross_pairs) or searches tables of the
+    # chosen documents, by how many pairs that would be: both give the same pairs.
+    rng = random.Random(seed)
+    centres = [rng.getrandbits(64) for _ in range(3)]
+    fps = [
+        rng.choice(centres) ^ sum(1 << rng.randrange(64) for _ in range(rng.randint(0, 5))) for _ in range(n)
+    ]
+    firsts = np.array([rng.random() < share for _ in range(n)], bool)
+    fparray = np.array(fps, np.uint64)
+    limit = 1 << 20 if brute else 0
+    with (
+        mock.patch.object(verify_module, "COMPILED_BRUTE_FORCE", limit),
+        mock.patch.object(index_module, "COMPILED_BRUTE_FORCE", limit),
+    ):
+        got = verify_module.near_pairs_after(fparray, firsts, 64, k, compiled=True)
+    expected = [
+        (i, j, bin(fps[i] ^ fps[j]).count("1"))
+        for i in range(n)
+        for j in range(i + 1, n)
+        if firsts[i] and bin(fps[i] ^ fps[j]).count("1") <= k
+    ]
+    assert list(zip(*(x.tolist() for x in got))) == expected
