@@ -912,11 +912,19 @@ def _check_distance(bits: int, distance: int) -> None:
 #: Up to this many fingerprints, near_pair_arrays compares every pair (measured: cheaper
 #: than building tables up to ~500).
 BRUTE_FORCE_PAIRS = 512
-#: The same for its compiled loop, which grows with the square: at k = 4, 0.73-0.74 ms for
-#: 3,072 fingerprints of the generated corpus against 0.69-0.73 ms for the tables, 1.36
-#: against 0.91 at 4,096 (a `scan` batch), the same on random ones (stop 43; 8,192 when
-#: the tables cost 3.6 ms at 1,024).
-COMPILED_BRUTE_FORCE = 3072
+#: The same for its compiled loop, which grows with the square, a table's worth: it
+#: compares every pair up to this many fingerprints a table of the layout, the tables
+#: find them above (compiled_brute_force). At k = 4 (15 tables), 0.73-0.74 ms for 3,072
+#: fingerprints of the generated corpus against 0.69-0.73 ms for the tables, and 1.36
+#: against 0.91 at 4,096 (a `scan` batch), the same on random ones; at 4,096, k = 3 (10
+#: tables) 1.84 against 0.58, k = 5 (21) 1.39 against 1.45, k = 6 (28) 1.44 against 2.26
+#: (stop 43; it was 8,192 whatever the layout, when the tables cost 3.6 ms at 1,024).
+COMPILED_BRUTE_FORCE_A_TABLE = 205
+
+
+def compiled_brute_force(layout: Layout) -> int:
+    """Up to how many fingerprints the compiled loop compares every pair (near_pair_arrays)."""
+    return COMPILED_BRUTE_FORCE_A_TABLE * len(layout.keys)
 
 
 def near_pair_arrays(
@@ -932,11 +940,12 @@ def near_pair_arrays(
     gives them; sorted by i, then j. Up to `brute_force` fingerprints (no layout given),
     or for a Layout.brute_force, every pair is compared; otherwise a BlockIndex finds
     them. `compiled` (64-bit): every pair is compared by a compiled loop up to
-    COMPILED_BRUTE_FORCE fingerprints (no layout given; for a batch, once compiled.py
+    compiled_brute_force fingerprints (no layout given; for a batch, once compiled.py
     is loaded anyway), and for a Layout.brute_force."""
     given = layout
     layout = layout or Layout.for_(bits, distance)
-    if compiled and bits == 64 and (layout.brute_force or given is None and len(fps) <= COMPILED_BRUTE_FORCE):
+    few = given is None and len(fps) <= compiled_brute_force(layout)
+    if compiled and bits == 64 and (layout.brute_force or few):
         from .compiled import all_pairs
 
         return all_pairs(_words(fps, bits)[:, 0], distance)  # type: ignore[no-any-return]

@@ -38,7 +38,14 @@ from .dedup import (
 )
 from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
-from .index import COMPILED_BRUTE_FORCE, BlockIndex, distances, fingerprint_array, near_pair_arrays
+from .index import (
+    BlockIndex,
+    Layout,
+    compiled_brute_force,
+    distances,
+    fingerprint_array,
+    near_pair_arrays,
+)
 from .prefixes import PREFIX_CROWD, PrefixIndex, pairs_in_groups, prefixes
 from .read import Document
 from .settings import CROWD, HEAD_CROWD, MIN_JACCARD, Settings
@@ -1142,9 +1149,10 @@ def near_pairs_after(
     if firsts.all():
         return near_pair_arrays(fparray, bits, k, compiled=compiled)
     chosen = np.flatnonzero(firsts)
-    # Compared every pair with every chosen one where they are no more than near_pair_arrays
-    # compares so (about half the square of COMPILED_BRUTE_FORCE).
-    if compiled and bits == 64 and len(fparray) * len(chosen) <= COMPILED_BRUTE_FORCE**2 // 2:
+    # Every pair with a chosen one compared, where they are no more than near_pair_arrays
+    # compares so (about half the square of compiled_brute_force).
+    most = compiled_brute_force(Layout.for_(bits, k)) ** 2 // 2
+    if compiled and bits == 64 and len(fparray) * len(chosen) <= most:
         from .compiled import cross_pairs
 
         second, found, ds = cross_pairs(fparray, fparray[chosen], k)

@@ -259,7 +259,7 @@ def test_compiled_all_pairs_through_the_tables_equal_the_numpy_ones() -> None:
     fps = hot_and_random(4, 12_000)
     expected = near_pair_arrays(fps, 64, 4)
     with compiled_from_the_first_row():
-        got = near_pair_arrays(fps, 64, 4)  # more than COMPILED_BRUTE_FORCE: through the tables
+        got = near_pair_arrays(fps, 64, 4)  # more than compiled_brute_force: through the tables
     assert len(got[0]) > 10_000
     assert all(np.array_equal(x, y) for x, y in zip(expected, got))
 
