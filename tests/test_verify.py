@@ -1113,7 +1113,7 @@ def test_the_pairs_after_a_crowd_are_the_brute_force_pairs_of_its_first_document
     seed: int, n: int, k: int, share: float, brute: bool
 ) -> None:
     # near_pairs_after compares every pair (cross_pairs) or searches tables of the
-    # chosen documents, by how many pairs that would be: both give the same pairs.
+    # chosen documents, by how many fingerprints there are: both give the same pairs.
     rng = random.Random(seed)
     centres = [rng.getrandbits(64) for _ in range(3)]
     fps = []
@@ -1124,7 +1124,7 @@ def test_the_pairs_after_a_crowd_are_the_brute_force_pairs_of_its_first_document
         fps.append(fp)
     firsts = np.array([rng.random() < share for _ in range(n)], bool)
     fparray = np.array(fps, np.uint64)
-    with mock.patch.object(index_module, "COMPILED_BRUTE_FORCE_A_TABLE", 1 << 20 if brute else 0):
+    with mock.patch.object(verify_module, "CROSS_BRUTE_FORCE", 1 << 20 if brute else 0):
         got = verify_module.near_pairs_after(fparray, firsts, 64, k, compiled=True)
     expected = [
         (i, j, bin(fps[i] ^ fps[j]).count("1"))
