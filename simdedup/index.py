@@ -912,14 +912,15 @@ def _check_distance(bits: int, distance: int) -> None:
 #: Up to this many fingerprints, near_pair_arrays compares every pair (measured: cheaper
 #: than building tables up to ~500).
 BRUTE_FORCE_PAIRS = 512
-#: The same for its compiled loop, which grows with the square, a table's worth: it
-#: compares every pair up to this many fingerprints a table of the layout, the tables
-#: find them above (compiled_brute_force). At k = 4 (15 tables), 0.73-0.74 ms for 3,072
-#: fingerprints of the generated corpus against 0.69-0.73 ms for the tables, and 1.36
-#: against 0.91 at 4,096 (a `scan` batch), the same on random ones; at 4,096, k = 3 (10
-#: tables) 1.84 against 0.58, k = 5 (21) 1.39 against 1.45, k = 6 (28) 1.44 against 2.26
-#: (stop 43; it was 8,192 whatever the layout, when the tables cost 3.6 ms at 1,024).
-COMPILED_BRUTE_FORCE_A_TABLE = 205
+#: The same for its compiled loop, which grows with the square, while the tables' cost
+#: grows with their number: it compares every pair up to this many fingerprints a table
+#: of the layout, the tables find them above (compiled_brute_force). Every pair against
+#: the tables, 4,096 fingerprints of the generated corpus (random ones alike): k = 2 (6
+#: tables) 0.93 against 0.37 ms, k = 3 (10) 0.95 against 0.61, k = 4 (15) 0.95 against
+#: 0.94, k = 5 (21) 0.97 against 1.44, k = 6 (28) 1.00 against 2.17; at 3,072, k = 3 0.53
+#: against 0.49, k = 4 0.54 against 0.75; at 2,048, k = 2 0.25 against 0.27 (stop 43; it
+#: was 8,192 whatever the layout, set when the tables cost 3.6 ms at 1,024).
+COMPILED_BRUTE_FORCE_A_TABLE = 270
 
 
 def compiled_brute_force(layout: Layout) -> int:
