@@ -688,7 +688,7 @@ static PyObject *pairs(PyObject *self, PyObject *args) {
 
 struct Similarity {
     const uint64_t *a, *b;
-    const int64_t *a_rows, *b_rows;
+    const int64_t *a_rows, *b_rows, *visit;
     const uint8_t *a_has, *b_has; /* whether each row has a sketch; NULL: all have (pair_similarity) */
     Py_ssize_t a_count, b_count, words, pairs;
     Py_ssize_t ahead; /* the pair whose sketches are fetched while one is compared, this many on (0: none) */
@@ -806,13 +806,13 @@ HOT int similarities_body(const Similarity *s, int wide) {
         free(left), free(ready), free(bins);
         return -1;
     }
-    for (Py_ssize_t t = 0; t < s->pairs; t++) {
-        int64_t ra = s->a_rows[t], rb = s->b_rows[t];
-        if (s->ahead && t + s->ahead < s->pairs) {
-            /* A large b's rows are all over memory: each pair waited on its first reads. A
-             * pair's first two cache lines (most pairs are rejected by then) and its flags
+    for (Py_ssize_t v = 0; v < s->pairs; v++) {
+        int64_t t = s->visit ? s->visit[v] : v, ra = s->a_rows[t], rb = s->b_rows[t];
+        if (s->ahead && v + s->ahead < s->pairs) {
+            /* A large b's rows are far apart in memory: each pair waited on its first reads.
+             * A pair's first two cache lines (most pairs are rejected by then) and its flag
              * are asked for `ahead` pairs before it is compared, so that the reads overlap. */
-            int64_t next = t + s->ahead;
+            int64_t next = s->visit ? s->visit[v + s->ahead] : v + s->ahead;
             const char *y = (const char *)(s->b + s->b_rows[next] * words);
             __builtin_prefetch(y);
             __builtin_prefetch(y + 64);
@@ -905,34 +905,34 @@ static int sketches_of(Views *v, Similarity *s, PyObject *a, PyObject *b) {
     return s->b != NULL;
 }
 
-/* Whether every pair's rows are within the sketches: 1, or 0 with an exception. */
-static int rows_within(const Similarity *s) {
-    for (Py_ssize_t t = 0; t < s->pairs; t++)
-        if (s->a_rows[t] < 0 || s->a_rows[t] >= s->a_count || s->b_rows[t] < 0 || s->b_rows[t] >= s->b_count) {
-            PyErr_Format(PyExc_IndexError, "pair %zd: a row outside the sketches", t);
-            return 0;
-        }
-    return 1;
-}
-
 static PyObject *pair_similarity(PyObject *self, PyObject *args) {
-    PyObject *a, *a_rows, *b, *b_rows, *out;
+    PyObject *a, *a_rows, *b, *b_rows, *visit, *out;
     Similarity s;
     unsigned long long lanes;
-    if (!PyArg_ParseTuple(args, "OOOOiiKdnnO", &a, &a_rows, &b, &b_rows, &s.bits, &s.exact, &lanes, &s.at_least,
-                          &s.words, &s.ahead, &out))
+    if (!PyArg_ParseTuple(args, "OOOOiiKdOnnO", &a, &a_rows, &b, &b_rows, &s.bits, &s.exact, &lanes, &s.at_least,
+                          &visit, &s.words, &s.ahead, &out))
         return NULL;
     s.lanes = lanes;
     s.a_has = s.b_has = NULL;
     Views v = {.n = 0};
-    s.pairs = items_of(a_rows, 8);
+    s.pairs = items_of(visit, 8);
     int given = sketches_of(&v, &s, a, b);
     s.a_rows = given ? buffer_of(&v, a_rows, s.pairs, 8, 0, "a_rows") : NULL;
     s.b_rows = s.a_rows ? buffer_of(&v, b_rows, s.pairs, 8, 0, "b_rows") : NULL;
-    s.out = s.b_rows ? buffer_of(&v, out, s.pairs, 8, 1, "out") : NULL;
-    if (!s.out || !rows_within(&s)) {
+    s.visit = s.b_rows ? buffer_of(&v, visit, s.pairs, 8, 0, "visit") : NULL;
+    s.out = s.visit ? buffer_of(&v, out, s.pairs, 8, 1, "out") : NULL;
+    if (!s.out) {
         views_release(&v);
         return NULL;
+    }
+    for (Py_ssize_t i = 0; i < s.pairs; i++) {
+        int64_t t = s.visit[i];
+        if (t < 0 || t >= s.pairs || s.a_rows[t] < 0 || s.a_rows[t] >= s.a_count || s.b_rows[t] < 0 ||
+            s.b_rows[t] >= s.b_count) {
+            views_release(&v);
+            PyErr_Format(PyExc_IndexError, "pair %zd: a row outside the sketches", i);
+            return NULL;
+        }
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
@@ -944,16 +944,46 @@ static PyObject *pair_similarity(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The pairs (a_rows, rows) copied to (pa, pb), with their places in `place`, by groups
+ * of rows >> shift, ascending, each group in the pairs' order: read in this order, each
+ * group's sketches of b are read together. A counting sort; -1 where memory ran out. */
+static int by_row_group(const int64_t *a_rows, const int64_t *rows, Py_ssize_t n, int shift, int64_t *pa,
+                        int64_t *pb, int64_t *place) {
+    int64_t groups = 0;
+    for (Py_ssize_t t = 0; t < n; t++)
+        if ((rows[t] >> shift) + 1 > groups)
+            groups = (rows[t] >> shift) + 1;
+    int64_t *at = calloc((size_t)groups + 1, 8);
+    if (!at)
+        return -1;
+    for (Py_ssize_t t = 0; t < n; t++)
+        at[(rows[t] >> shift) + 1]++;
+    for (int64_t g = 0; g < groups; g++)
+        at[g + 1] += at[g];
+    for (Py_ssize_t t = 0; t < n; t++) {
+        int64_t v = at[rows[t] >> shift]++;
+        pa[v] = a_rows[t], pb[v] = rows[t], place[v] = t;
+    }
+    free(at);
+    return 0;
+}
+
 /* compiled.verified_pairs: of a search's pairs (q, row, d), those whose sketches a[q] and
  * b[row] may reach at_least (or where either has none), with their similarities. */
 static PyObject *verified_pairs(PyObject *self, PyObject *args) {
     PyObject *q, *rows, *d, *a, *a_has, *b, *b_has;
     Similarity s;
     unsigned long long lanes;
-    if (!PyArg_ParseTuple(args, "OOOOOOOiiKdnn", &q, &rows, &d, &a, &a_has, &b, &b_has, &s.bits, &s.exact, &lanes,
-                          &s.at_least, &s.words, &s.ahead))
+    int shift;
+    Py_ssize_t grouped, cached;
+    if (!PyArg_ParseTuple(args, "OOOOOOOiiKdninnn", &q, &rows, &d, &a, &a_has, &b, &b_has, &s.bits, &s.exact,
+                          &lanes, &s.at_least, &s.words, &shift, &grouped, &cached, &s.ahead))
         return NULL;
     s.lanes = lanes;
+    if (shift < 0 || shift > 62) {
+        PyErr_SetString(PyExc_ValueError, "a shift of 0 to 62 bits");
+        return NULL;
+    }
     Views v = {.n = 0};
     s.pairs = items_of(q, 8);
     int given = sketches_of(&v, &s, a, b);
@@ -962,17 +992,49 @@ static PyObject *verified_pairs(PyObject *self, PyObject *args) {
     s.a_rows = s.b_has ? buffer_of(&v, q, s.pairs, 8, 0, "q") : NULL;
     s.b_rows = s.a_rows ? buffer_of(&v, rows, s.pairs, 8, 0, "rows") : NULL;
     const int64_t *ds = s.b_rows ? buffer_of(&v, d, s.pairs, 8, 0, "d") : NULL;
-    if (!ds || !rows_within(&s)) {
+    if (!ds) {
         views_release(&v);
         return NULL;
     }
-    double *out = malloc(8 * (size_t)s.pairs + 8);
+    for (Py_ssize_t t = 0; t < s.pairs; t++)
+        if (s.a_rows[t] < 0 || s.a_rows[t] >= s.a_count || s.b_rows[t] < 0 || s.b_rows[t] >= s.b_count) {
+            views_release(&v);
+            PyErr_Format(PyExc_IndexError, "pair %zd: a row outside the sketches", t);
+            return NULL;
+        }
+    /* Many pairs are read by groups of rows of b (by_row_group), from copies in that
+     * order (read through a permutation, each pair's row numbers cost cache misses). */
+    int grouping = s.pairs >= grouped && s.b_count * s.words * 8 > cached;
+    if (grouping) { /* only if the rows met would not stay in a cache of `cached` bytes */
+        uint64_t *met = calloc((size_t)s.b_count / 64 + 1, 8);
+        if (!met) {
+            views_release(&v);
+            return PyErr_NoMemory();
+        }
+        Py_ssize_t distinct = 0;
+        for (Py_ssize_t t = 0; t < s.pairs; t++) {
+            uint64_t bit = (uint64_t)1 << (s.b_rows[t] & 63);
+            distinct += !(met[s.b_rows[t] >> 6] & bit);
+            met[s.b_rows[t] >> 6] |= bit;
+        }
+        free(met);
+        grouping = distinct * s.words * 8 > cached;
+    }
+    size_t bytes = 8 * (size_t)s.pairs + 8;
+    double *out = malloc(bytes);
+    int64_t *pa = grouping ? malloc(bytes) : NULL, *pb = grouping ? malloc(bytes) : NULL;
+    int64_t *place = grouping ? malloc(bytes) : NULL;
     int status = -1;
     Py_ssize_t kept = 0;
-    if (out) {
+    if (out && (!grouping || (pa && pb && place))) {
         Py_BEGIN_ALLOW_THREADS
+        status = grouping ? by_row_group(s.a_rows, s.b_rows, s.pairs, shift, pa, pb, place) : 0;
+        if (grouping)
+            s.a_rows = pa, s.b_rows = pb;
+        s.visit = NULL;
         s.out = out;
-        status = loops->similarities(&s);
+        if (!status)
+            status = loops->similarities(&s);
         for (Py_ssize_t t = 0; t < s.pairs && !status; t++)
             kept += isnan(out[t]) || out[t] >= s.at_least;
         Py_END_ALLOW_THREADS
@@ -988,14 +1050,14 @@ static PyObject *verified_pairs(PyObject *self, PyObject *args) {
         Py_ssize_t n = 0;
         for (Py_ssize_t t = 0; t < s.pairs; t++)
             if (isnan(out[t]) || out[t] >= s.at_least) {
-                q_[n] = s.a_rows[t], r_[n] = s.b_rows[t], d_[n] = ds[t], s_[n] = out[t];
+                q_[n] = s.a_rows[t], r_[n] = s.b_rows[t], d_[n] = ds[grouping ? place[t] : t], s_[n] = out[t];
                 n++;
             }
         result = PyTuple_Pack(4, col[0], col[1], col[2], col[3]);
     }
     for (int c = 0; c < 4; c++)
         Py_XDECREF(col[c]);
-    free(out);
+    free(out), free(pa), free(pb), free(place);
     views_release(&v);
     if (!result && !PyErr_Occurred())
         PyErr_NoMemory();
@@ -1232,8 +1294,8 @@ static PyMethodDef methods[] = {
     {"hot_copies", hot_copies, METH_VARARGS, "hot_copies(order, offsets, start, words, least, tables)"},
     {"table_pairs", table_pairs, METH_VARARGS, "table_pairs(order, offsets, start, words, k, rule)"},
     {"pairs", pairs, METH_VARARGS, "pairs(queries, words, k, after)"},
-    {"pair_similarity", pair_similarity, METH_VARARGS, "pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, words, ahead, out)"},
-    {"verified_pairs", verified_pairs, METH_VARARGS, "verified_pairs(q, rows, d, a, a_has, b, b_has, bits, exact, lanes, at_least, words, ahead)"},
+    {"pair_similarity", pair_similarity, METH_VARARGS, "pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, visit, words, ahead, out)"},
+    {"verified_pairs", verified_pairs, METH_VARARGS, "verified_pairs(q, rows, d, a, a_has, b, b_has, bits, exact, lanes, at_least, words, shift, grouped, cached, ahead)"},
     {"count", count, METH_VARARGS, "count(keys, bounds)"},
     {"place", place, METH_VARARGS, "place(i, j, d, at, packed)"},
     {"sorted_runs", sorted_runs, METH_VARARGS, "sorted_runs(packed, bounds, i, d)"},

@@ -140,7 +140,7 @@ def table_pairs(order, offsets, start, words, k, rule):  # type: ignore[no-untyp
     return _int64s(_indexcore.table_pairs(order, offsets, start, _c(words, _U64), k, _c(rule, _U64)))
 
 
-def pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, ahead):  # type: ignore[no-untyped-def]
+def pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, visit, ahead):  # type: ignore[no-untyped-def]
     """sketch.OnePermutation.similarity of a[a_rows[t]] and b[b_rows[t]] for every t,
     without gathering the rows: a and b are sketches as (rows, words) uint64, `lanes`
     the lowest bit of every code, `exact` the sketcher's (0: no row is an exact
@@ -154,9 +154,10 @@ def pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, ahead): 
     unrelated texts, rejected after a cache line or two of their 256 bytes. A pair with
     an exact sketch is read whole. `a` should
     be the smaller side (a batch): its non-empty bins are counted for every row. Pairs
-    are compared in their order, the first cache lines of a pair's sketches fetched while
-    the pair `ahead` before it is compared (0: none): a large b's rows are all over
-    memory, and the reads overlap."""
+    are visited in the order of `visit` (a permutation of the pairs; sketch.by_row_group puts
+    b's rows nearly in order, so that a large b is read nearly in order), the first cache
+    lines of a pair's sketches fetched while the pair `ahead` visits before it is compared
+    (0: none), so that the reads from memory overlap."""
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"sketches of {a.shape[1]} and {b.shape[1]} words")
     out = np.empty(len(a_rows), np.float64)
@@ -169,6 +170,7 @@ def pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, ahead): 
         int(exact),
         int(lanes),
         float(at_least),
+        _c(visit, _I64),
         a.shape[1],
         int(ahead),
         out,
@@ -176,13 +178,20 @@ def pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, ahead): 
     return out
 
 
-def verified_pairs(q, rows, d, a, a_has, b, b_has, bits, exact, lanes, at_least, ahead):  # type: ignore[no-untyped-def]
+def verified_pairs(
+    q, rows, d, a, a_has, b, b_has, bits, exact, lanes, at_least, shift, grouped, cached, ahead
+):  # type: ignore[no-untyped-def]
     """Of a search's pairs (q, rows, d: int64), the (q, rows, d, sims) whose sketches
     a[q[t]] and b[rows[t]] (as pair_similarity takes them) may reach `at_least`, with
     their similarities; NaN where a[q] or b[row] has no sketch (a_has, b_has: bool per
     row). pair_similarity and the filter in one loop: a crowded index finds many pairs,
-    and the few kept are all that come back, in no set order. `ahead` as pair_similarity
-    takes it."""
+    and the few kept are all that come back, in no set order.
+
+    `grouped` pairs or more whose rows of b hold more than `cached` bytes of sketches
+    are read by groups of rows >> `shift` (sketch.by_row_group), from copies of the
+    pairs in that order; fewer rows, which stay in the CPU's caches, in the pairs' order
+    (a search gives a query's rows of a bucket in ascending order). `ahead` as
+    pair_similarity takes it."""
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"sketches of {a.shape[1]} and {b.shape[1]} words")
     made = _indexcore.verified_pairs(
@@ -198,6 +207,9 @@ def verified_pairs(q, rows, d, a, a_has, b, b_has, bits, exact, lanes, at_least,
         int(lanes),
         float(at_least),
         a.shape[1],
+        int(shift),
+        int(grouped),
+        int(cached),
         int(ahead),
     )
     return (*_int64s(made[:3]), np.frombuffer(made[3], np.float64))

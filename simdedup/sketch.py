@@ -513,18 +513,22 @@ class OnePermutation:
         the rows where they are instead of gathering them (for many pairs). With
         `at_least` > 0, a pair whose estimate is certainly below it gets -1.0, often
         after reading a part of its sketches (compiled.pair_similarity). `a` should be
-        the smaller array."""
+        the smaller array. Many pairs are visited by groups of b's rows (ROW_GROUP), so
+        that a large b is read nearly in order: the same floats, in the pairs' order."""
         from .compiled import pair_similarity
 
+        b_rows = np.asarray(b_rows, np.int64)
+        visit = by_row_group(b_rows) if len(b_rows) >= VISIT_BY_ROW else np.arange(len(b_rows))
         return pair_similarity(  # type: ignore[no-any-return]
             _words(a),
             np.asarray(a_rows, np.int64),
             _words(b),
-            np.asarray(b_rows, np.int64),
+            b_rows,
             self.bits,
             self.exact,
             _LANES[self.bits],
             float(at_least),
+            visit,
             AHEAD,
         )
 
@@ -556,17 +560,42 @@ class OnePermutation:
             self.exact,
             _LANES[self.bits],
             float(at_least),
+            ROW_GROUP.bit_length() - 1,
+            VISIT_BY_ROW,
+            CACHED_SKETCHES,
             AHEAD,
         )
 
 
-#: pair_similarity and verified_pairs compare the pairs in the order given, and ask for
-#: the first cache lines of a pair's sketches this many pairs before they compare it: a
-#: large index's candidates point all over its sketches, each a read from memory, and
-#: asked for early, the reads overlap. Random sketches of 8M rows, the pairs of 8,192
-#: queries (benchmarks/large_index.py): 90 ns a pair in the search's order without it,
-#: 59 ns visited by groups of 64 rows (how they were read before), 45 ns with it.
+#: pair_similarity visits this many pairs or more by groups of ROW_GROUP rows of the
+#: larger side (a power of two): a large index's candidate pairs point all over its
+#: sketches, and read in the order found, each costs a cache miss or two (8M rows of
+#: random sketches: 290-340 ns a pair; visited by groups of 64 rows, 16 KB: 100-120).
+VISIT_BY_ROW = 1 << 14
+ROW_GROUP = 64
+#: verified_pairs reads its pairs by groups of rows only where the rows they meet hold
+#: more than this many bytes of sketches: fewer stay in the CPU's caches (this machine's
+#: last level: 32 MB), where the order a search finds them in is faster (a crawl's pages
+#: of one site, 160,000 pages: 9% less CPU), and larger ones do not (4M pairs among
+#: 430,000 rows: 55 ns a pair by groups, 90 in the search's order).
+CACHED_SKETCHES = 16 << 20
+#: Both ask for the first cache lines of a pair's sketches this many pairs before they
+#: compare it, so that the reads from memory overlap (random sketches, the pairs of
+#: 8,192 queries among 8M rows: 49-50 ns a pair by groups of rows against 59 without;
+#: benchmarks/large_index.py times the two).
 AHEAD = 16
+
+
+def by_row_group(rows: np.ndarray) -> np.ndarray:
+    """The positions of `rows` (int64, >= 0) by groups of ROW_GROUP rows, ascending, and
+    in their own order within a group: the index's counting sort (compiled.build_table)
+    with the groups for buckets."""
+    from .compiled import build_table
+
+    groups = rows >> (ROW_GROUP.bit_length() - 1)
+    order = np.empty(len(rows), np.uint32)
+    build_table(groups, order, np.zeros(int(groups.max(initial=0)) + 2, np.uint32))
+    return order
 
 
 #: The lowest bit of every 2-, 4- or 8-bit code in a 64-bit word.

@@ -192,9 +192,13 @@ def test_compiled_all_pairs_equal_the_numpy_ones(fps: list[int], k: int) -> None
 @given(
     seed=st.integers(0, 2**32),
     pairs=st.integers(0, 300),
+    visit=st.sampled_from([(1 << 62, 64), (0, 1), (0, 4), (0, 64)]),
     ahead=st.sampled_from([0, 1, 16, 1000]),
 )
-def test_pair_similarity_gives_the_same_floats_as_similarity(seed: int, pairs: int, ahead: int) -> None:
+def test_pair_similarity_gives_the_same_floats_as_similarity(
+    seed: int, pairs: int, visit: tuple[int, int], ahead: int
+) -> None:
+    # visit: (VISIT_BY_ROW, ROW_GROUP): pairs in the order given, or by groups of b's rows;
     # ahead: the pairs between one whose sketches are fetched and the one compared
     rng = random.Random(seed)
     gen = np.random.default_rng(seed)
@@ -211,8 +215,21 @@ def test_pair_similarity_gives_the_same_floats_as_similarity(seed: int, pairs: i
     a_rows = gen.integers(0, 40, pairs)
     b_rows = gen.integers(0, 40, pairs)
     expected = SKETCH.similarity(a[a_rows], b[b_rows])
-    with mock.patch.object(sketch_module, "AHEAD", ahead):
+    with (
+        mock.patch.object(sketch_module, "VISIT_BY_ROW", visit[0]),
+        mock.patch.object(sketch_module, "ROW_GROUP", visit[1]),
+        mock.patch.object(sketch_module, "AHEAD", ahead),
+    ):
         assert np.array_equal(SKETCH.pair_similarity(a, a_rows, b, b_rows), expected)
+
+
+@settings(max_examples=50, deadline=None)
+@given(rows=st.lists(st.integers(0, 5000), max_size=300), group=st.sampled_from([1, 2, 64, 4096]))
+def test_by_row_group_visits_every_pair_once_by_groups_of_rows_in_order(rows: list[int], group: int) -> None:
+    array = np.array(rows, np.int64)
+    with mock.patch.object(sketch_module, "ROW_GROUP", group):
+        order = sketch_module.by_row_group(array)
+    assert np.array_equal(order, np.argsort(array // group, kind="stable"))
 
 
 @settings(max_examples=60, deadline=None)
@@ -278,20 +295,26 @@ def test_the_compared_pairs_are_checked_before_any_sketch_is_read() -> None:
     rows = np.array([0, 1, 2], np.int64)
     for bad_rows, ahead, error in ((np.array([0, 3, 1]), 0, IndexError), (rows, -1, ValueError)):
         with pytest.raises(error):
-            compiled.pair_similarity(words, rows, words, bad_rows, 2, 0, 1, 0.0, ahead)
-        with pytest.raises(error):
-            compiled.verified_pairs(rows, bad_rows, rows, words, has, words, has, 2, 0, 1, 0.0, ahead)
+            compiled.pair_similarity(words, rows, words, bad_rows, 2, 0, 1, 0.0, rows, ahead)
+        for grouped in (0, 1 << 62):  # by groups of rows, and in the pairs' order
+            with pytest.raises(error):
+                compiled.verified_pairs(
+                    rows, bad_rows, rows, words, has, words, has, 2, 0, 1, 0.0, 0, grouped, 0, ahead
+                )
 
 
 @settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**32),
     at_least=st.sampled_from([0.0, 0.5, 0.8, 1.0]),
+    order=st.sampled_from([(1 << 62, 1 << 62, 64), (0, 0, 1), (0, 0, 64), (0, 1 << 62, 1)]),
     ahead=st.sampled_from([0, 1, 16, 1000]),
 )
 def test_verified_pairs_keeps_the_pairs_that_reach_at_least_or_lack_a_sketch(
-    seed: int, at_least: float, ahead: int
+    seed: int, at_least: float, order: tuple[int, int, int], ahead: int
 ) -> None:
+    # order: (VISIT_BY_ROW, CACHED_SKETCHES, ROW_GROUP): the pairs' order, by groups of
+    # rows of one or of 64, or too few rows met to be read by groups
     gen = np.random.default_rng(seed)
     a = gen.integers(0, 256, (30, SKETCH.nbytes), dtype=np.uint8) * (gen.random((30, SKETCH.nbytes)) < 0.2)
     b = np.concatenate([a, gen.integers(0, 256, (30, SKETCH.nbytes), dtype=np.uint8)])
@@ -303,7 +326,12 @@ def test_verified_pairs_keeps_the_pairs_that_reach_at_least_or_lack_a_sketch(
     d = gen.integers(0, 5, 400)
     exact = np.where(a_has[q] & b_has[rows], SKETCH.similarity(a[q], b[rows]), np.nan)
     want = np.flatnonzero(~(exact < at_least))
-    with mock.patch.object(sketch_module, "AHEAD", ahead):
+    with (
+        mock.patch.object(sketch_module, "VISIT_BY_ROW", order[0]),
+        mock.patch.object(sketch_module, "CACHED_SKETCHES", order[1]),
+        mock.patch.object(sketch_module, "ROW_GROUP", order[2]),
+        mock.patch.object(sketch_module, "AHEAD", ahead),
+    ):
         got = SKETCH.verified_pairs(a, a_has, b, b_has, (q, rows, d), at_least)
     expected = sorted(
         zip(q[want].tolist(), rows[want].tolist(), d[want].tolist(), np.nan_to_num(exact[want], nan=-9))
