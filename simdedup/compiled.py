@@ -178,9 +178,9 @@ def pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, visit, a
     return out
 
 
-def verified_pairs(
+def verified_pairs(  # type: ignore[no-untyped-def]
     q, rows, d, a, a_has, b, b_has, bits, exact, lanes, at_least, shift, grouped, cached, ahead
-):  # type: ignore[no-untyped-def]
+):
     """Of a search's pairs (q, rows, d: int64), the (q, rows, d, sims) whose sketches
     a[q[t]] and b[rows[t]] (as pair_similarity takes them) may reach `at_least`, with
     their similarities; NaN where a[q] or b[row] has no sketch (a_has, b_has: bool per
