@@ -580,9 +580,8 @@ ROW_GROUP = 64
 #: 430,000 rows: 55 ns a pair by groups, 90 in the search's order).
 CACHED_SKETCHES = 16 << 20
 #: Both ask for the first cache lines of a pair's sketches this many pairs before they
-#: compare it, so that the reads from memory overlap (random sketches, the pairs of
-#: 8,192 queries among 8M rows: 49-50 ns a pair by groups of rows against 59 without;
-#: benchmarks/large_index.py times the two).
+#: compare it, so that the reads from memory overlap: benchmarks/large_index.py times
+#: it against 0 (random sketches of 8M rows, by groups of rows: 53 ns a pair against 68).
 AHEAD = 16
 
 
