@@ -488,6 +488,23 @@ def test_a_symlink_loop_is_reported_once(tmp_path: Path) -> None:
     assert result.stderr.count("symbolic link loop") == 1
 
 
+def test_a_file_is_no_duplicate_of_a_link_to_it_in_its_folder(tmp_path: Path) -> None:
+    # A link that sorted before its target made the file a duplicate of itself, and
+    # deleting the duplicates listed deleted the only copy (a review).
+    corpus = tmp_path / "c"
+    (corpus / "sub").mkdir(parents=True)
+    (corpus / "sub" / "real.txt").write_text(EN)
+    (corpus / "alink.txt").symlink_to(os.path.join("sub", "real.txt"))
+    result = run("scan", str(corpus), "--duplicates", "-", "--format", "tsv")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == []  # the header only: nothing to delete
+    real = corpus / "sub" / "real.txt"
+    assert (
+        f"{corpus / 'alink.txt'}: warning: a link to {real}, which is read under that name" in result.stderr
+    )
+    assert "1 document: 1 unique, 0 duplicates in 0 groups, 0 empty, 1 skipped, 0 errors" in result.stderr
+
+
 def test_two_outputs_cannot_share_stdout(lines: Path) -> None:
     result = run("scan", str(lines), "--unique", "-", "--duplicates", "-")
     assert result.exit_code == 2 and "cannot both write to stdout" in result.stderr

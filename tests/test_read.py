@@ -224,15 +224,64 @@ def test_what_a_directory_holds_besides_files_is_reported_in_name_order(tmp_path
     os.mkfifo(tmp_path / "d-fifo")
     (tmp_path / "e-link").symlink_to(tmp_path / "a.txt")
     docs, problems = read([str(tmp_path)])
-    assert [os.path.relpath(d.id, tmp_path) for d in docs] == [
-        "a.txt",
-        os.path.join("c-sub", "doc.txt"),
-        "e-link",
-    ]
+    assert [os.path.relpath(d.id, tmp_path) for d in docs] == ["a.txt", os.path.join("c-sub", "doc.txt")]
     assert [(os.path.basename(p.where), p.kind, p.message) for p in problems] == [
         ("b-gone", "unreadable", "broken symbolic link"),
         ("d-fifo", "not-a-file", "not a regular file; skipped"),
+        ("e-link", "revisited", f"a link to {tmp_path / 'a.txt'}, which is read under that name; skipped"),
     ]
+
+
+@pytest.mark.parametrize("link_name", ["a-link.txt", "z-link.txt"])
+def test_a_link_to_a_file_the_run_reads_is_skipped_wherever_it_sorts(tmp_path: Path, link_name: str) -> None:
+    # Read through a link that sorted first, a file was a duplicate of itself, and
+    # deleting the duplicates scan listed deleted the file (a review).
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "real.txt").write_text("the real file")
+    (tree / link_name).symlink_to(os.path.join("sub", "real.txt"))
+    docs, problems = read([str(tree)])
+    assert [d.id for d in docs] == [str(tree / "sub" / "real.txt")]
+    assert [(p.where, p.kind) for p in problems] == [(str(tree / link_name), "revisited")]
+
+
+def test_a_file_outside_the_folders_is_read_once_through_its_links(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "outside.txt").write_text("kept elsewhere")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("a-link", "b-link"):
+        (tree / name).symlink_to(tmp_path / "elsewhere" / "outside.txt")
+    (tree / "left-out.txt").write_text("not read under this name")
+    (tree / "c-link").symlink_to("left-out.txt")
+    (tree / "d-folder").symlink_to(tmp_path / "elsewhere")  # the file again, not as a link
+    docs, problems = read([str(tree)], ReadOptions(exclude=("left-out.txt",)))
+    assert [os.path.basename(d.id) for d in docs] == ["a-link", "c-link"]
+    assert [(os.path.relpath(p.where, tree), p.kind) for p in problems] == [
+        ("b-link", "revisited"),
+        (os.path.join("d-folder", "outside.txt"), "revisited"),
+    ]
+
+
+def test_a_link_to_a_file_in_another_folder_of_the_run_is_skipped(tmp_path: Path) -> None:
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "two" / "real.txt").write_text("in the second folder")
+    (tmp_path / "one" / "link.txt").symlink_to(tmp_path / "two" / "real.txt")
+    docs, problems = read([str(tmp_path / "one"), str(tmp_path / "two")])
+    assert [d.id for d in docs] == [str(tmp_path / "two" / "real.txt")]
+    assert [(p.where, p.kind) for p in problems] == [(str(tmp_path / "one" / "link.txt"), "revisited")]
+    docs, _ = read([str(tmp_path / "one")])  # alone, it is the only way to the file
+    assert [d.id for d in docs] == [str(tmp_path / "one" / "link.txt")]
+
+
+def test_the_names_of_a_file_with_hard_links_are_one_document(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one file, two names")
+    os.link(tmp_path / "a.txt", tmp_path / "b.txt")
+    (tmp_path / "c.txt").write_text("one file, two names")  # a copy: a document of its own
+    docs, problems = read([str(tmp_path)])
+    assert [os.path.basename(d.id) for d in docs] == ["a.txt", "c.txt"]
+    assert [(os.path.basename(p.where), p.kind) for p in problems] == [("b.txt", "revisited")]
 
 
 @pytest.mark.parametrize("trailing", ["", os.sep])
