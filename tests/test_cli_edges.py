@@ -276,6 +276,45 @@ def test_sigterm_to_the_process_group_stops_filter_as_ctrl_c_does(
     assert json.loads(info.stdout)["fingerprints"] == written > 0
 
 
+def _chinese_lines(count: int) -> str:
+    """`count` lines of 3-6 sentences of examples/docs/zh each (~580 bytes a line)."""
+    folder = Path(__file__).parents[1] / "examples" / "docs" / "zh"
+    text = "".join(path.read_text(encoding="utf-8") for path in sorted(folder.iterdir()))
+    sentences = [s for s in text.replace("\n", "").split("。") if s.strip()]
+    rng = random.Random(5)
+    return "".join("，".join(rng.choices(sentences, k=rng.randint(3, 6))) + "。\n" for _ in range(count))
+
+
+@linux_only
+@pytest.mark.parametrize("ignored", [False, True])
+def test_sigterm_stops_fingerprint_with_workers_at_the_next_chunk(tmp_path: Path, ignored: bool) -> None:
+    # In a script's background job (SIGINT ignored) `fingerprint -j 2` wrote on until
+    # the chunks its workers held were back, 16 of them (a trial), where in the
+    # foreground it stopped once the next one was written. A chunk is ~1,800 lines here.
+    source, out = tmp_path / "zh.txt", tmp_path / "out.tsv"
+    total = 60_000
+    source.write_text(_chinese_lines(total), encoding="utf-8")
+    with (
+        out.open("wb") as stdout,
+        subprocess.Popen(
+            [sys.executable, "-m", "simdedup", "fingerprint", "-j", "2", str(source)],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            preexec_fn=_sigint_ignored if ignored else None,
+        ) as proc,
+    ):
+        deadline = time.monotonic() + 60
+        while (before := out.read_bytes().count(b"\n")) < 4_000:
+            assert time.monotonic() < deadline and proc.poll() is None, "not 4,000 lines written"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    after = out.read_bytes().count(b"\n")
+    assert out.read_bytes().endswith(b"\n")  # whole lines
+    assert after - before < 4 * 1_800 and after < total, (before, after)
+
+
 def _on_its_terminal() -> None:
     fcntl.ioctl(2, termios.TIOCSCTTY, 0)  # stderr's pty, as a login shell's jobs have theirs
 
