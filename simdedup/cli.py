@@ -63,6 +63,7 @@ from .read import (
     MAX_DOC_SIZE,
     READ_ERRORS,
     STDIN,
+    STRETCH_BYTES,
     Chunk,
     Document,
     OnProblem,
@@ -2337,7 +2338,11 @@ def _printed_chunks(
         setup = functools.partial(_chunk_printer, settings, read_options, fmt)
         # Plain files as Stretches, which the workers count the lines of, where the
         # compiled core prints (_numbered): their lines are never read here.
-        chunks = read_chunks(sources, read_options, stdin, stretches=compiled_serves(settings))
+        # Larger Stretches for workers, fewer messages; in one process, what fits the cache.
+        stretch = STRETCH_BYTES if jobs != 1 else None
+        chunks = read_chunks(
+            sources, read_options, stdin, stretches=compiled_serves(settings), stretch_size=stretch
+        )
         return _numbered(ordered_map(setup, chunks, jobs, _idle(sources, stdin)), fmt)
     docs = read_documents(sources, read_options, problems, stdin)
     made = _batched(docs, settings, kw["jobs"], False, _idle(sources, stdin))

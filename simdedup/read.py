@@ -644,6 +644,12 @@ class Chunk(NamedTuple):
 #: smaller, so that work done on it before workers start (parallel.ordered_map) is short.
 CHUNK_BYTES = 1 << 20
 FIRST_CHUNK_BYTES = 64 << 10
+#: Bytes of a Stretch that `fingerprint`'s workers read and number themselves
+#: (read_chunks' stretch_size): a quarter of CHUNK_BYTES' messages to and from them.
+#: `fingerprint -j2` of 4M lines took 2.94-3.18 s against 3.10-3.41 s (6 rounds each,
+#: alternating); in one process 2% slower, so it keeps CHUNK_BYTES (benchmarks/README.md,
+#: "Stop 45").
+STRETCH_BYTES = 4 << 20
 
 
 def read_chunks(
@@ -652,6 +658,7 @@ def read_chunks(
     stdin: Lines | Streams | None = None,
     size: int | None = None,
     stretches: bool = False,
+    stretch_size: int | None = None,
 ) -> Iterator[Chunk | Span | Stretch | Barrier | Problem]:
     """Every file of `paths` as Chunks of whole lines, in order, with each Problem in
     its place among them: read_documents without the parsing, which read_chunk does, so
@@ -661,7 +668,8 @@ def read_chunks(
     itself (a plain file that is not JSONL), each run of them followed by BARRIER. "-"
     is `stdin`, and a named pipe or device is read as it is (Streams): their whole lines
     so far also make a Chunk whenever the writer goes quiet (Lines.waiting). Chunks hold
-    `size` bytes or so (CHUNK_BYTES), a file's first FIRST_CHUNK_BYTES."""
+    `size` bytes or so (CHUNK_BYTES), a file's first FIRST_CHUNK_BYTES; Stretches
+    `stretch_size` (`size`)."""
     size = size or CHUNK_BYTES
     streams = _streams(stdin)
     files: set[tuple[int, int]] = set()  # the files read
@@ -697,7 +705,7 @@ def read_chunks(
             opened = _size_opened(stream)
             if (where := _reopenable(stream, path)) is not None:
                 stretched = stretches and not options.is_jsonl(path)
-                yield from _spans(stream, path, *where, size, stretched)
+                yield from _spans(stream, path, *where, size, stretched, stretch_size or size)
             else:
                 yield from _chunks(_blocks(stream, size), path, size)
             if (problem := _shrank(stream, opened, path)) is not None:
@@ -833,12 +841,19 @@ def _reopenable(stream: IO[bytes], name: str) -> tuple[str, tuple[int, int]] | N
 
 
 def _spans(
-    stream: IO[bytes], name: str, path: str, file: tuple[int, int], size: int, stretches: bool = False
+    stream: IO[bytes],
+    name: str,
+    path: str,
+    file: tuple[int, int],
+    size: int,
+    stretches: bool = False,
+    stretch_size: int | None = None,
 ) -> Iterator[Span | Stretch | Barrier | Problem]:
     """_chunks for a plain file, as Spans: cut at the last newline once a buffer of
     FIRST_CHUNK_BYTES, then of `size`, is full (a line longer than it grows it), each
     read into one buffer that the next reuses, and only its newlines counted. With
-    `stretches`, the first Span and then Stretches of the rest, which is not read here."""
+    `stretches`, the first Span and then Stretches of `stretch_size` (`size`) bytes of
+    the rest, which is not read here."""
     buf, held, at, first = bytearray(FIRST_CHUNK_BYTES), 0, 0, 1
     # Where the newlines are, in an array kept for the next Span: a new one each time
     # and the reads of the Spans took turns at fresh pages (300,000 page faults and
@@ -867,7 +882,7 @@ def _spans(
             yield (whole := span(cut))
             first, at, held = first + whole.lines, at + cut, held - cut
             if stretches:
-                yield from _stretches(stream, name, path, file, at, first, size)
+                yield from _stretches(stream, name, path, file, at, first, stretch_size or size)
                 return
             buf[:held] = buf[cut : cut + held]
             if len(buf) < size:

@@ -661,6 +661,7 @@ def test_fingerprint_of_plain_lines_writes_what_documents_would(
     path.write_text("\n".join(lines) + "\n")
     monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 100)
     monkeypatch.setattr(read_module, "CHUNK_BYTES", 200)
+    monkeypatch.setattr(cli_module, "STRETCH_BYTES", 200)  # -j2's Stretches too
     outputs = []
     for fast in (True, False):
         if not fast:
@@ -687,6 +688,7 @@ def test_fingerprint_numbers_the_lines_of_a_file_workers_cut_as_it_numbers_stdin
     path.write_bytes(b"\n".join(rows))  # the last line without a newline
     monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 100)
     monkeypatch.setattr(read_module, "CHUNK_BYTES", 200)
+    monkeypatch.setattr(cli_module, "STRETCH_BYTES", 200)  # -j2's Stretches too
     args = ("--format", fmt, "--max-doc-size", "200")
     piped = run("fingerprint", "-", *args, input=path.read_bytes())
     assert piped.exit_code == 3 and piped.stdout_bytes.count(b"\n") == 400
