@@ -707,6 +707,24 @@ def _stretched(tmp_path: Path) -> Iterator[tuple[Path, Iterator[Any]]]:
         yield f, items
 
 
+@pytest.mark.parametrize(("lines", "regime"), [(100, "a chunk"), (2000, "between"), (20_000, "as asked")])
+def test_stretches_are_as_wide_as_asked_where_the_file_still_makes_enough_of_them(
+    tmp_path: Path, lines: int, regime: str
+) -> None:
+    # fingerprint's workers get Stretches of STRETCH_BYTES, a file of few of them
+    # narrower, so that they share out evenly (STRETCHES_A_FILE), and never narrower
+    # than a chunk.
+    f = tmp_path / "f.txt"
+    f.write_bytes(b"".join(b"line %d\n" % i for i in range(lines)))
+    with mock.patch.object(read_module, "FIRST_CHUNK_BYTES", 64):
+        items = list(read_chunks([str(f)], ReadOptions(), size=256, stretches=True, stretch_size=4096))
+    stretches = [item for item in items if isinstance(item, Stretch)]
+    wide = max(256, min(4096, f.stat().st_size // read_module.STRETCHES_A_FILE))
+    assert {"a chunk": wide == 256, "between": 256 < wide < 4096, "as asked": wide == 4096}[regime]
+    assert {s.size for s in stretches[:-1]} == {wide} and 0 < stretches[-1].size <= wide
+    assert stretches[0].at + sum(s.size for s in stretches) == f.stat().st_size
+
+
 def test_a_file_cut_shorter_before_its_stretches_are_cut_is_said_to_have_shrunk(tmp_path: Path) -> None:
     # Its Stretches end where it ends now; the stream was left a Stretch's length past
     # that end, so the shrinking went unsaid (or said with more bytes than it held).
