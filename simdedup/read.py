@@ -1535,7 +1535,7 @@ class _Aliased:
         """Where the symbolic link `path` points, if the run reads that file under its
         own name (in one of its folders, as --glob and --exclude leave them): read
         through the link too, it was its own duplicate, and deleting the duplicates
-        that `scan` listed deleted the file, where the link came first (a review)."""
+        that `scan` listed deleted the file, where the link came first (a trial)."""
         target = os.path.realpath(path)
         return target if any(walk_reads(top, target, options) for top in self.tops) else None
 
