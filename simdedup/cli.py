@@ -1005,7 +1005,9 @@ def index_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def _index_session(kw: dict[str, Any], settings: Settings) -> IndexSession | contextlib.nullcontext[None]:
+def _index_session(
+    kw: dict[str, Any], settings: Settings, messages: Messages
+) -> IndexSession | contextlib.nullcontext[None]:
     """The --index session (locked and loaded on entry), or nothing without --index."""
     path, wait, run_name = kw.pop("index_path"), kw.pop("wait"), kw.pop("run_name")
     if path is None and (run_name is not None or wait):
@@ -1014,7 +1016,7 @@ def _index_session(kw: dict[str, Any], settings: Settings) -> IndexSession | con
         raise click.UsageError(f"{given} is for a run with --index PATH, and none is given")
     if path is None:
         return contextlib.nullcontext()
-    return IndexSession(path, settings, wait=wait, run_name=run_name)
+    return IndexSession(path, settings, wait=wait, run_name=run_name, on_wait=messages.info)
 
 
 def _settings(kw: dict[str, Any]) -> Settings:
@@ -2148,7 +2150,7 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
     _refuse_index_in_inputs(sources, index_path, read_options)
     planned = _outputs_planned(kw, (kw["unique"], "--unique"))
     with (
-        _index_session(kw, settings) as session,
+        _index_session(kw, settings, messages) as session,
         Outputs(sources, index_path, read_options, planned) as outputs,
     ):
         if session is not None:
@@ -2224,7 +2226,7 @@ def filter_(source: str | None, **kw: Any) -> None:
     _refuse_index_in_inputs(sources, index_path, read_options)
     planned = _outputs_planned(kw, ("-", "filter output"))
     with (
-        _index_session(kw, settings) as session,
+        _index_session(kw, settings, messages) as session,
         Outputs(sources, index_path, read_options, planned) as outputs,
     ):
         if session is not None:
@@ -2970,7 +2972,7 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
     """
     _refuse_stderr_into(_index_files(out, *inputs))
     messages = Messages(quiet)
-    with index_lock(out, wait), contextlib.ExitStack() as held:
+    with index_lock(out, wait, messages.info), contextlib.ExitStack() as held:
         parts: list[tuple[str, Any]] = []
         merged_runs: list[dict[str, Any]] = []
         for path in ([out] if os.path.exists(out) else []) + list(inputs):
@@ -2982,7 +2984,7 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
                 continue
             if os.path.exists(path) and not _same_file(path, out):  # a run may be writing it
                 try:
-                    held.enter_context(index_lock(path, wait))
+                    held.enter_context(index_lock(path, wait, messages.info))
                 except IndexLockedError:
                     raise
                 except IndexFileError:  # no lock can be made there (read-only): no run writes it

@@ -22,7 +22,7 @@ import struct
 import tempfile
 import unicodedata
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -781,10 +781,13 @@ def lock_path(path: str | os.PathLike[str]) -> str:
 
 
 @contextmanager
-def index_lock(path: str | os.PathLike[str], wait: float = 0.0) -> Iterator[None]:
+def index_lock(
+    path: str | os.PathLike[str], wait: float = 0.0, on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
     """Hold the lock of the index at `path` (the file PATH.lock, locked with flock(2), so
     the kernel releases it when its holder dies, even by kill -9). Waits up to `wait`
-    seconds for another holder; raises IndexLockedError when it does not let go, and
+    seconds for another holder, telling on_wait so first (a cron run's log said nothing
+    of a wait that took most of its time); raises IndexLockedError when it does not let go, and
     IndexFileError when the directory does not exist or cannot be written (checked by
     creating a file there, so it is caught before any work). A symbolic link is
     locked as its target is (next to the target), so a run through the link and one
@@ -808,7 +811,14 @@ def index_lock(path: str | os.PathLike[str], wait: float = 0.0) -> Iterator[None
         raise IndexFileError(f"cannot write index {shown}: {where}: {e.strerror or e}") from e
     lock = FileLock(lock_path(path), timeout=wait)
     try:
-        lock.acquire()
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            if wait <= 0:
+                raise
+            if on_wait is not None:
+                on_wait(f"{shown} is in use by another simdedup run: waiting for it, up to {wait:g} s")
+            lock.acquire()
     except Timeout as e:
         waited, how = (
             (f" after waiting {wait:g} s", "a longer --wait") if wait > 0 else ("", "--wait SECONDS")
@@ -865,10 +875,12 @@ class IndexSession:
         *,
         wait: float = 0.0,
         run_name: str | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         self.path = Path(path)
         self.settings = settings
         self.wait = wait
+        self.on_wait = on_wait
         self._start = dt.datetime.now(dt.timezone.utc)
         self.started = _now(self._start)
         self._named = run_name is not None
@@ -898,7 +910,7 @@ class IndexSession:
         self._headed: np.ndarray | None = None
 
     def __enter__(self) -> IndexSession:
-        self._lock = index_lock(self.path, self.wait)
+        self._lock = index_lock(self.path, self.wait, self.on_wait)
         self._lock.__enter__()
         try:
             if self.path.exists():

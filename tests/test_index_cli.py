@@ -837,6 +837,11 @@ def test_a_second_run_fails_at_once_while_the_first_holds_the_index(index: Path,
         assert (
             "held) after waiting 0.2 s; try again later, or wait for it with a longer --wait" in waited.stderr
         )
+        # A wait is said as it starts: a cron log said nothing of one that took its night.
+        said = f"{index} is in use by another simdedup run: waiting for it, up to 0.2 s\n"
+        assert waited.stderr.startswith(said)
+        quiet = run("scan", str(day2), "--index", str(index), "--wait", "0.2", "-q")
+        assert quiet.exit_code == 2 and "waiting for it" not in quiet.stderr
         third = simdedup("scan", str(day2), "--index", str(index), "--wait", "30", "--duplicates", "-")
         time.sleep(0.3)
         assert third.poll() is None  # waiting for the first
@@ -845,6 +850,7 @@ def test_a_second_run_fails_at_once_while_the_first_holds_the_index(index: Path,
         out, err = third.communicate(timeout=30)
         assert third.returncode == 0, err
         assert len(out.splitlines()) == 2
+        assert err.startswith(f"{index} is in use by another simdedup run: waiting for it, up to 30 s\n")
     finally:
         for p in (first,):
             if p.poll() is None:
