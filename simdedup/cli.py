@@ -221,6 +221,12 @@ class SimdedupGroup(click.Group):
             sys.exit(ExitStatus.BROKEN_PIPE)
         except OSError as e:  # an output that takes no more (a full disk), an I/O error
             raise _stopped_by_io_error(e) from e
+        except MemoryError:  # a trial's 150 MB line under `ulimit -v`: a traceback and exit 1
+            raise CliError(
+                "out of memory: the system gives this run no more (a line is held whole while it is"
+                " read, however long; --max-doc-size caps only what is fingerprinted). What was"
+                " written stays; an --index is left as it was"
+            ) from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         try:

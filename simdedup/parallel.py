@@ -448,6 +448,8 @@ class _Workers:
                 raise
             self.interrupted = True
         ok, answer = pickle.loads(message)
+        if not ok and answer is MemoryError:
+            raise MemoryError("a fingerprinting worker ran out of memory")
         if not ok:
             raise RuntimeError(f"a fingerprinting worker failed:\n{answer}")
         return answer
@@ -572,8 +574,8 @@ def _ctrl_c_held() -> Iterator[None]:
 
 def _worker_main(conn: Connection, setup: Callable[[], Callable[[Any], Any]], parent: int) -> None:
     """Do the task that setup() returns to each message that arrives and answer (True,
-    what it returns), or (False, the traceback) on a bug; stop at an empty message or
-    when the parent is gone."""
+    what it returns), or (False, the traceback) on a bug, or (False, MemoryError) when out
+    of memory; stop at an empty message or when the parent is gone."""
     # Ctrl-C reaches the whole process group, and so may SIGTERM and a terminal's SIGHUP:
     # the parent stops the workers.
     for signum in _STOPPING:
@@ -598,6 +600,8 @@ def _worker_main(conn: Connection, setup: Callable[[], Callable[[Any], Any]], pa
                 return
             try:
                 answer: tuple[bool, object] = (True, task(pickle.loads(message)))
+            except MemoryError:  # the machine's limit, not a bug: no traceback to make
+                answer = (False, MemoryError)
             except Exception:
                 answer = (False, traceback.format_exc())
             answers.put(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))

@@ -124,6 +124,51 @@ def test_an_output_on_a_full_disk_is_one_error_and_exit_2(
     assert index.exists() == saved  # a run that failed before the end saves nothing
 
 
+#: An address-space limit that start-up and a small file fit in (~300 MB on the machine
+#: that chose it) and a 40 MB line does not (~600 MB: it is held whole, and split).
+_MEMORY_LIMIT = 450 << 20
+
+
+@linux_only
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_running_out_of_memory_is_one_error_and_exit_2_and_the_index_is_not_saved(
+    tmp_path: Path, jobs: str
+) -> None:
+    # A trial's 150 MB line under `ulimit -v` gave a traceback and exit 1, the status of
+    # duplicates found under --fail-on-duplicates.
+    import resource
+
+    small, long = tmp_path / "small.txt", tmp_path / "long.txt"
+    small.write_text(f"{LINE}\n")
+    long.write_text(f"{LINE}\n" + "word " * 8_000_000 + "\n")
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (_MEMORY_LIMIT, _MEMORY_LIMIT))
+
+    def scan(path: Path) -> subprocess.CompletedProcess[bytes]:
+        index = tmp_path / f"{path.stem}.sdx"
+        command = [
+            sys.executable,
+            "-m",
+            "simdedup",
+            "scan",
+            "-q",
+            "-j",
+            jobs,
+            str(path),
+            "--index",
+            str(index),
+        ]
+        return subprocess.run(command, capture_output=True, timeout=120, check=False, preexec_fn=limited)
+
+    assert scan(small).returncode == 0  # the limit leaves room for a run
+    done = scan(long)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.decode().startswith("Error: out of memory: the system gives this run no more")
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert not (tmp_path / "long.sdx").exists()
+
+
 @linux_only
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("command", ["scan", "filter"])
