@@ -956,9 +956,14 @@ def _jobs_within_reason(ctx: click.Context, param: click.Parameter, value: int) 
 
 def _matchable(ctx: click.Context, param: click.Parameter, patterns: tuple[str, ...]) -> tuple[str, ...]:
     """--glob and --exclude patterns, refused where they can match nothing: a name or a
-    path below the directory given never ends with '/' nor starts with './' (`--exclude
-    'en/'`, as rsync and .gitignore have it, left every file in)."""
+    path below the directory given never ends with '/' nor starts with './' or '/'
+    (`--exclude 'en/'`, as rsync and .gitignore have it, left every file in)."""
     for pattern in patterns:
+        if pattern.startswith("/"):  # an absolute path, or the folder's own, let a trial's drafts be read
+            raise click.BadParameter(
+                f"{pattern!r} can match nothing: a name, or a path below the directory given, has no "
+                "leading / (for DIR/drafts, give 'drafts')"
+            )
         fixed = pattern.rstrip("/").removeprefix("./")
         if fixed != pattern:
             raise click.BadParameter(

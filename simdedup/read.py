@@ -333,6 +333,8 @@ def _documents(
             on_problem(_revisited(path))
         else:
             yield from _read_file(path, options, on_problem)
+    for problem in unused_exclusions(seen, options):
+        on_problem(problem)
 
 
 def _unopenable(path: str) -> Problem | None:
@@ -1617,6 +1619,9 @@ class Entered:
 
     passed: dict[tuple[int, int], set[str] | frozenset[str]] = field(default_factory=dict)
     incomplete: set[tuple[int, int]] = field(default_factory=set)
+    #: The --exclude patterns that left something out, and the folders walked.
+    excluding: set[str] = field(default_factory=set)
+    tops: list[str] = field(default_factory=list)
 
 
 def _walk(
@@ -1636,7 +1641,7 @@ def _walk(
         for top itself, else ending in a separator) as paths, and each folder in it as
         the (directory, rel_prefix, ancestors, again) to visit next, in name order.
         `again`: a folder inside one entered again."""
-        nonlocal passed_over, matched, entries_seen, found
+        nonlocal passed_over, matched, entries_seen, found, excluded
         try:
             st = os.stat(directory)
             entries, errors = _listing(directory)
@@ -1672,6 +1677,8 @@ def _walk(
             path, rel = prefix + name, rel_prefix + name  # rel: os.path.relpath(path, top)
             if _excluded(rel, name, options.exclude):  # left out by a user who knew of it:
                 entries_seen += 1  # not an empty directory, even if it is a folder
+                excluded += 1
+                seen.excluding.update(p for p in options.exclude if _excluded(rel, name, (p,)))
                 passed.add(name)
                 incomplete.update(ancestors)
                 continue
@@ -1702,9 +1709,10 @@ def _walk(
         if entered_again and not again and found == found_before:
             on_problem(_revisited(directory))  # nothing more to read after all
 
-    passed_over = matched = found = 0  # files --glob left out, entries it did not (but
-    # folders), files read
+    passed_over = matched = found = excluded = 0  # files --glob left out, entries it did
+    # not (but folders), files read, entries --exclude left out
     entries_seen = -1  # entries but folders, once top is listed (a folder read twice is not)
+    seen.tops.append(top)
     stack = [visit(top, "", frozenset())]
     while stack:
         item = next(stack[-1], None)
@@ -1726,6 +1734,29 @@ def _walk(
                 " (patterns match a path below the directory given, without its name)",
             )
         )
+    elif excluded and not found and not passed_over:  # `--exclude '*'`: 0 documents, exit 0
+        patterns = " ".join(f"--exclude {p!r}" for p in options.exclude)
+        on_problem(Problem(top, "no-match", f"{patterns} left out everything in it: no file is read"))
+
+
+def unused_exclusions(seen: Entered, options: ReadOptions) -> Iterator[Problem]:
+    """A warning for each --exclude pattern that left nothing out of the folders that
+    the run walked: one that names them (`--exclude crawl/drafts` for `crawl/`, or an
+    absolute path) let a trial's drafts be read, without a word."""
+    if not seen.tops:
+        return
+    others = len(seen.tops) - 1
+    below = "below it" + (
+        f", nor below the {others:,} other folder{'s' if others > 1 else ''} given" if others else ""
+    )
+    for pattern in options.exclude:
+        if pattern not in seen.excluding:
+            yield Problem(
+                seen.tops[0],
+                "no-match",
+                f"--exclude {pattern!r} left nothing out {below}"
+                " (patterns match a name, or a path below the directory given, without its name)",
+            )
 
 
 #: A directory entry's kind, found while the directory is listed (from the type the file

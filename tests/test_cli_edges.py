@@ -1354,6 +1354,11 @@ def test_a_glob_or_exclude_pattern_that_can_match_nothing_is_refused(tmp_path: P
         )
         read = run("fingerprint", str(tree), option, meant)
         assert read.exit_code == 0 and len(read.stdout.splitlines()) == 1  # one file of the two
+    for option in ("--exclude", "--glob"):  # the folder's own path, as a trial gave it
+        refused = CliRunner().invoke(main, ["scan", str(tree), option, str(tree / "en")])
+        assert refused.exit_code == 2 and refused.stdout == ""
+        said = "can match nothing: a name, or a path below the directory given, has no leading /"
+        assert f"{str(tree / 'en')!r} {said}" in refused.stderr
 
 
 def test_glob_or_exclude_without_a_directory_and_quiet_with_verbose_are_refused(tmp_path: Path) -> None:

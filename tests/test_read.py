@@ -321,10 +321,45 @@ def test_a_folder_left_out_by_exclude_is_not_an_empty_directory(tmp_path: Path) 
     (tmp_path / "drafts").mkdir()
     (tmp_path / "drafts" / "x.txt").write_text("a draft")
     (tmp_path / "keep").mkdir()
+    everything = [(str(tmp_path), "no-match", "warning")]  # said, but not as an error
     for exclude in ("drafts", "drafts/*", "x.txt"):
-        assert read([str(tmp_path)], ReadOptions(exclude=(exclude,))) == ([], []), exclude
+        docs, problems = read([str(tmp_path)], ReadOptions(exclude=(exclude,)))
+        assert docs == [] and [(p.where, p.kind, p.severity) for p in problems] == everything, exclude
     (tmp_path / "keep" / "y.txt").write_text("a page")
-    assert read([str(tmp_path)], ReadOptions(glob=("y*",), exclude=("keep", "drafts"))) == ([], [])
+    docs, problems = read([str(tmp_path)], ReadOptions(glob=("y*",), exclude=("keep", "drafts")))
+    assert docs == [] and [(p.where, p.kind, p.severity) for p in problems] == everything
+
+
+def test_an_exclude_that_left_everything_out_is_warned_about(tmp_path: Path) -> None:
+    # `--exclude '*'` read nothing, exit 0, without a word (a trial).
+    (tmp_path / "a.txt").write_text("a page")
+    [problem] = read([str(tmp_path)], ReadOptions(exclude=("*",)))[1]
+    assert (problem.where, problem.severity) == (str(tmp_path), "warning")
+    assert problem.message == "--exclude '*' left out everything in it: no file is read"
+    assert read([str(tmp_path)], ReadOptions(exclude=("b*",)))[1][0].message.startswith(
+        "--exclude 'b*' left nothing"
+    )
+
+
+def test_an_exclude_that_left_nothing_out_of_the_run_is_warned_about_once(tmp_path: Path) -> None:
+    # `--exclude crawl/drafts`, with the folder's own name, read the drafts without a
+    # word (a trial). A pattern that leaves something out of one folder of the run is
+    # not said of the others, where it had nothing to match.
+    for name in ("crawl/a.txt", "crawl/drafts/b.txt", "more/c.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    crawl, more = str(tmp_path / "crawl"), str(tmp_path / "more")
+    options = ReadOptions(exclude=("crawl/drafts", "drafts", "nothing*"))
+    docs, problems = read([crawl, more], options)
+    assert [d.text for d in docs] == ["crawl/a.txt", "more/c.txt"]
+    assert [(p.where, p.kind, p.severity) for p in problems] == [(crawl, "no-match", "warning")] * 2
+    assert [p.message.split(" (")[0] for p in problems] == [
+        "--exclude 'crawl/drafts' left nothing out below it, nor below the 1 other folder given",
+        "--exclude 'nothing*' left nothing out below it, nor below the 1 other folder given",
+    ]
+    [problem] = read([more], ReadOptions(exclude=("drafts",)))[1]
+    assert problem.message.startswith("--exclude 'drafts' left nothing out below it (patterns match")
+    assert [p.kind for p in read([crawl, more, more], ReadOptions(exclude=("drafts",)))[1]] == ["revisited"]
 
 
 def test_a_glob_passes_over_links_that_cannot_be_followed_alike(tmp_path: Path) -> None:
