@@ -809,6 +809,17 @@ def _index_file(ctx: click.Context, param: click.Parameter, value: str | None) -
     return value
 
 
+def _one_index(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> str | None:
+    """The one --index of scan and filter. Given twice, only the last was checked against
+    and saved, without a word (a trial)."""
+    if len(set(value)) > 1:
+        raise click.BadParameter(
+            f"given {len(value)} times ({', '.join(map(printable, value))}): a run checks against one"
+            " index, and saves it; `simdedup index merge` makes one of several"
+        )
+    return _index_file(ctx, param, value[-1] if value else None)
+
+
 #: An input path: one that cannot be read is the reader's error for that input (the
 #: others are read, exit 3), not a usage error that stops the run before it starts.
 _INPUT = click.Path(readable=False)
@@ -992,7 +1003,8 @@ def index_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--index",
             "index_path",
             metavar="PATH",
-            callback=_index_file,
+            multiple=True,  # to refuse a second one, which click would take in the first's place
+            callback=_one_index,
             help="Also check against the documents kept in PATH by earlier runs; add this run's "
             "kept ones and save PATH at the end (created if missing).",
         ),
@@ -1048,6 +1060,11 @@ def _settings(kw: dict[str, Any]) -> Settings:
         raise click.UsageError(
             "--top-k keeps the heaviest features, and with --weights binary every feature weighs"
             " the same: it would keep the alphabetically first ones"
+        )
+    if kw.get("features_field") is not None and _given("text_field"):  # taken and ignored (a trial)
+        raise click.UsageError(
+            "--text-field names the field that records hold their text in, and --features-field"
+            " records are read for their features: it would do nothing"
         )
     if kw.get("features_field") is not None and _given("verify"):
         raise click.UsageError(

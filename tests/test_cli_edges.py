@@ -873,6 +873,17 @@ def test_text_settings_beside_given_features_are_refused(
     assert run("scan", str(f), "--features-field", "features", "--bits", "128", "-q").exit_code == 0
 
 
+def test_a_text_field_beside_given_features_is_refused(tmp_path: Path) -> None:
+    # Taken and ignored, as --no-fold was before it was refused (a trial).
+    f = tmp_path / "vectors.jsonl"
+    f.write_text('{"id": "a", "features": {"alpha": 3, "beta": 1}}\n')
+    for command in ("fingerprint", "scan", "filter"):
+        result = run(command, str(f), "--features-field", "features", "--text-field", "body")
+        assert result.exit_code == 2 and result.stdout == "", (command, result.stderr)
+        assert "Error: --text-field names the field that records hold their text in" in result.stderr
+        assert run(command, str(f), "--features-field", "features", "-q").exit_code == 0
+
+
 def test_verify_beside_given_features_is_refused(tmp_path: Path) -> None:
     # Feature records have no text to make sketches of: --verify 0.5 was taken and did
     # nothing (a review).

@@ -425,6 +425,19 @@ def test_an_index_that_cannot_be_a_file_of_its_own_is_refused_leaving_nothing_be
     assert left_out.exit_code == 0
 
 
+def test_two_indexes_are_refused_and_one_given_twice_is_one(crawl: Path, tmp_path: Path) -> None:
+    # A trial's `--index one.sdx --index two.sdx` checked against and saved two.sdx only,
+    # without a word: a user may think the run was checked against both.
+    one, two = tmp_path / "one.sdx", tmp_path / "two.sdx"
+    for command in ("scan", "filter"):
+        refused = CliRunner().invoke(main, [command, str(crawl), "--index", str(one), "--index", str(two)])
+        assert refused.exit_code == 2 and refused.stdout == ""
+        assert f"given 2 times ({one}, {two}): a run checks against one index" in refused.stderr
+        assert not one.exists() and not two.exists()
+    assert run("scan", "-q", str(crawl), "--index", str(one), "--index", str(one)).exit_code == 0
+    assert len(read_index(one)) == 1
+
+
 def test_an_index_named_as_an_input_is_refused_before_it_takes_in_its_own_bytes(crawl: Path) -> None:
     # Trial: `scan crawl/* --index crawl/seen.sdx` read the index and its lock file as
     # documents and saved their rows into it for good; so did `scan --index F < F`.
