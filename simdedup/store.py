@@ -681,7 +681,12 @@ def _read_header(path: str | os.PathLike[str], f: BinaryIO) -> tuple[dict[str, A
     "format_version" is the file's."""
     size = os.fstat(f.fileno()).st_size
     preamble = _read_exact(f, _PREAMBLE.size)
-    if not preamble.startswith(MAGIC[: len(preamble)]) or not preamble:
+    if not preamble:  # `: > seen.sdx`, `touch`, `mktemp`, or a file cut to nothing (a trial)
+        raise IndexFileError(
+            f"{path}: an empty file, not a simdedup index; it was not loaded. Remove it to start a"
+            " new index (a missing file is a new one), or restore it from a backup"
+        )
+    if not preamble.startswith(MAGIC[: len(preamble)]):
         raise IndexFileError(f"{path}: not a simdedup index file")
     if len(preamble) < _PREAMBLE.size:
         raise _corrupt(path, f"truncated: {size:,} bytes")

@@ -456,11 +456,22 @@ def test_a_newer_format_version_asks_for_an_upgrade(small: Path) -> None:
         read_index(small)
 
 
-@pytest.mark.parametrize("content", [b"", b"id\ttext\n", b"\x89PNG\r\n\x1a\n" + b"\0" * 100])
+@pytest.mark.parametrize("content", [b"id\ttext\n", b"\x89PNG\r\n\x1a\n" + b"\0" * 100])
 def test_a_file_that_is_not_an_index_says_so(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "notes.txt"
     path.write_bytes(content)
     with pytest.raises(IndexFileError, match="not a simdedup index file"):
+        read_index(path)
+
+
+def test_an_empty_file_says_how_to_start_a_new_index(tmp_path: Path) -> None:
+    # `: > seen.sdx` or `touch` left a file that was "not a simdedup index file", with no
+    # word of what to do (a trial); a missing file is a new index.
+    path = tmp_path / "seen.sdx"
+    path.write_bytes(b"")
+    with pytest.raises(
+        IndexFileError, match=r"an empty file, not a simdedup index; .* Remove it to start a new index"
+    ):
         read_index(path)
 
 
