@@ -1951,7 +1951,8 @@ def _details(messages: Messages, dd: Deduplicator) -> None:
     stats = dd.index.stats()
     messages.detail(f"settings: {dd.settings}")
     messages.detail(
-        f"index: {stats.fingerprints:,} fingerprints; {stats.layout}; {counted(stats.runs, 'sorted run')} "
+        f"index: {counted(stats.fingerprints, 'fingerprint')}; {stats.layout}; "
+        f"{counted(stats.runs, 'sorted run')} "
         f"and {stats.buffered:,} recent rows compared one by one; largest bucket {stats.largest_bucket:,}; "
         f"{stats.nbytes / max(1, stats.fingerprints):.0f} bytes each (spare room included)"
     )
@@ -2084,13 +2085,13 @@ def _said_at_the_end(
         )
     if session is not None:
         messages.info(
-            f"index {session.path}: {session.loaded:,} fingerprints from earlier runs, "
+            f"index {session.path}: {counted(session.loaded, 'fingerprint')} from earlier runs, "
             f"{session.saved - session.loaded:,} added by run {session.run_name!r}"
         )
     messages.info(summary.line())  # last, so that `tail -n 1` of stderr is the summary
     messages.detail(
         f"groups: largest {summary.largest_group:,} documents; by size: "
-        + (", ".join(f"{size}: {n:,}" for size, n in summary.group_sizes.items()) or "none")
+        + (", ".join(f"{size:,}: {n:,}" for size, n in summary.group_sizes.items()) or "none")
     )
     _details(messages, dd)
 

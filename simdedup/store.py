@@ -785,6 +785,11 @@ def lock_path(path: str | os.PathLike[str]) -> str:
     return f"{os.fspath(path)}.lock"
 
 
+def _seconds(seconds: float) -> str:
+    """A --wait as said: "3,600 s", "0.5 s" (1e9 was said as "1e+09 s", a trial)."""
+    return f"{seconds:,.0f} s" if float(seconds).is_integer() else f"{seconds:,g} s"
+
+
 @contextmanager
 def index_lock(
     path: str | os.PathLike[str], wait: float = 0.0, on_wait: Callable[[str], None] | None = None
@@ -822,11 +827,14 @@ def index_lock(
             if wait <= 0:
                 raise
             if on_wait is not None:
-                on_wait(f"{shown} is in use by another simdedup run: waiting for it, up to {wait:g} s")
+                on_wait(
+                    f"{shown} is in use by another simdedup run: waiting for it, "
+                    + ("for as long as it takes" if wait >= 1e9 else f"up to {_seconds(wait)}")
+                )
             lock.acquire()
     except Timeout as e:
         waited, how = (
-            (f" after waiting {wait:g} s", "a longer --wait") if wait > 0 else ("", "--wait SECONDS")
+            (f" after waiting {_seconds(wait)}", "a longer --wait") if wait > 0 else ("", "--wait SECONDS")
         )
         raise IndexLockedError(
             f"{shown} is in use by another simdedup run (lock {lock_path(path)} held){waited}; "

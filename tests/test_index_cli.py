@@ -436,6 +436,8 @@ def test_two_indexes_are_refused_and_one_given_twice_is_one(crawl: Path, tmp_pat
         assert not one.exists() and not two.exists()
     assert run("scan", "-q", str(crawl), "--index", str(one), "--index", str(one)).exit_code == 0
     assert len(read_index(one)) == 1
+    again = run("scan", str(crawl), "--index", str(one), "--run-name", "again")
+    assert f"index {one}: 1 fingerprint from earlier runs, 0 added by run 'again'" in again.stderr
 
 
 def test_an_index_named_as_an_input_is_refused_before_it_takes_in_its_own_bytes(crawl: Path) -> None:
@@ -855,7 +857,7 @@ def test_a_second_run_fails_at_once_while_the_first_holds_the_index(index: Path,
         assert waited.stderr.startswith(said)
         quiet = run("scan", str(day2), "--index", str(index), "--wait", "0.2", "-q")
         assert quiet.exit_code == 2 and "waiting for it" not in quiet.stderr
-        third = simdedup("scan", str(day2), "--index", str(index), "--wait", "30", "--duplicates", "-")
+        third = simdedup("scan", str(day2), "--index", str(index), "--wait", "3600", "--duplicates", "-")
         time.sleep(0.3)
         assert third.poll() is None  # waiting for the first
         out, _ = first.communicate(texts(1, seed=20)[0] + "\n", timeout=30)
@@ -863,7 +865,7 @@ def test_a_second_run_fails_at_once_while_the_first_holds_the_index(index: Path,
         out, err = third.communicate(timeout=30)
         assert third.returncode == 0, err
         assert len(out.splitlines()) == 2
-        assert err.startswith(f"{index} is in use by another simdedup run: waiting for it, up to 30 s\n")
+        assert err.startswith(f"{index} is in use by another simdedup run: waiting for it, up to 3,600 s\n")
     finally:
         for p in (first,):
             if p.poll() is None:

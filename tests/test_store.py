@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import struct
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -575,6 +576,26 @@ def test_wait_waits_for_the_lock_before_giving_up(small: Path) -> None:
         assert time.monotonic() - start >= 0.3
     with index_lock(small, wait=0.3):
         pass
+
+
+def test_a_wait_is_said_in_words(small: Path) -> None:
+    # `--wait 1e9` was said as "up to 1e+09 s" (a trial).
+    said: list[str] = []
+
+    def wait(seconds: float) -> None:
+        with index_lock(small, wait=seconds, on_wait=said.append):
+            pass
+
+    for seconds, words in ((1e9, "for as long as it takes"), (3600.0, "up to 3,600 s"), (2.5, "up to 2.5 s")):
+        with FileLock(lock_path(small)):
+            waiting = threading.Thread(target=wait, args=(seconds,))
+            waiting.start()
+            deadline = time.monotonic() + 10
+            while not said and time.monotonic() < deadline:
+                time.sleep(0.01)
+        waiting.join(10)
+        assert said == [f"{small} is in use by another simdedup run: waiting for it, {words}"]
+        said.clear()
 
 
 def test_a_missing_directory_is_refused_before_any_work(tmp_path: Path) -> None:
