@@ -322,7 +322,7 @@ def _documents(
             finally:
                 streams.close(lines)
         elif os.path.isdir(path):
-            for doc in _read_tree(path, options, on_problem, seen, (named, files), aliased):
+            for doc in _read_tree(_one_slash(path), options, on_problem, seen, (named, files), aliased):
                 if not said and options.is_jsonl(doc.id):
                     said = True
                     on_problem(_jsonl_member(doc.id))
@@ -335,6 +335,15 @@ def _documents(
             yield from _read_file(path, options, on_problem)
     for problem in unused_exclusions(seen, options):
         on_problem(problem)
+
+
+def _one_slash(directory: str) -> str:
+    """A directory's path with each run of slashes after its first character one slash:
+    its members' ids then do not depend on how it was typed. `cr/` in nightly.sh's
+    "$crawl/$day" named a night's pages `cr//2024-01-01/a.txt`, those of nights run as
+    `cr` `cr/2024-01-01/a.txt` (a trial). A leading `//`, which POSIX leaves to the
+    system, stays."""
+    return re.sub(r"(?<=[^/])/{2,}", "/", directory) if os.sep == "/" else directory
 
 
 def _unopenable(path: str) -> Problem | None:

@@ -284,6 +284,25 @@ def test_the_names_of_a_file_with_hard_links_are_one_document(tmp_path: Path) ->
     assert [(os.path.basename(p.where), p.kind) for p in problems] == [("b.txt", "revisited")]
 
 
+@pytest.mark.skipif(os.sep != "/", reason="POSIX paths")
+def test_the_ids_below_a_directory_do_not_depend_on_the_slashes_typed(tmp_path: Path) -> None:
+    # nightly.sh's "$crawl/$day" with a crawl typed `cr/` named the night's pages
+    # `cr//2024-01-01/a.txt` (a trial): ids that differed from the other nights'.
+    (tmp_path / "cr" / "day" / "sub").mkdir(parents=True)
+    (tmp_path / "cr" / "day" / "a.txt").write_text("a page")
+    (tmp_path / "cr" / "day" / "sub" / "b.txt").write_text("another page")
+    os.chdir(tmp_path)
+    ids = ["cr/day/a.txt", "cr/day/sub/b.txt"]
+    for typed in ("cr/day", "cr/day/", "cr//day//", "cr///day"):
+        docs, problems = read([typed])
+        assert [d.id for d in docs] == ids and problems == [], typed
+    assert [d.id for d in read([f"//{tmp_path}/cr/day"])[0]][
+        0
+    ] == f"//{tmp_path}/cr/day/a.txt"  # left to the system
+    (tmp_path / "cr" / "empty").mkdir()
+    assert [p.where for p in read(["cr//empty//"])[1]] == ["cr/empty/"]
+
+
 @pytest.mark.parametrize("trailing", ["", os.sep])
 def test_patterns_match_paths_relative_to_the_directory_given(tmp_path: Path, trailing: str) -> None:
     for name in ["keep.txt", "a/keep.txt", "a/b/drop.txt", "a/b/keep.md", "c/drop.txt"]:
