@@ -1687,7 +1687,8 @@ def _walk(
             if _excluded(rel, name, options.exclude):  # left out by a user who knew of it:
                 entries_seen += 1  # not an empty directory, even if it is a folder
                 excluded += 1
-                seen.excluding.update(p for p in options.exclude if _excluded(rel, name, (p,)))
+                if len(seen.excluding) < len(options.exclude):  # which one: until each has been
+                    seen.excluding.update(p for p in options.exclude if _excluded(rel, name, (p,)))
                 passed.add(name)
                 incomplete.update(ancestors)
                 continue
