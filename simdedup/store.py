@@ -946,14 +946,27 @@ class IndexSession:
                     self.unicode_before = stored.unicode
         except BaseException:
             self._lock.__exit__(None, None, None)
+            self._lock = None
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._lock.__exit__(*exc)
+        self._lock = None
+
+    def _inside(self, what: str) -> None:
+        """Refuse `what` outside the with block. Without it, preload gave nothing and save
+        wrote the run's rows over every stored one (a trial), and a save after the block
+        wrote while another run held the lock, one of the two runs' rows lost."""
+        if self._lock is None:
+            raise RuntimeError(
+                f"IndexSession.{what}() runs inside `with IndexSession(...) as session:`, which holds"
+                " the index's lock and has read it"
+            )
 
     def preload(self, dd: Deduplicator) -> None:
         """Give an empty Deduplicator the stored rows, as rows 0..loaded-1."""
+        self._inside("preload")
         if len(dd.ids):
             raise ValueError("preload needs an empty Deduplicator")
         check_feature_hash(dd)
@@ -979,6 +992,7 @@ class IndexSession:
 
     def save(self, dd: Deduplicator) -> StoredIndex:
         """Write the Deduplicator's rows (stored ones first, then this run's) back."""
+        self._inside("save")
         if self._preloaded is None:
             raise ValueError("save a Deduplicator that preload() filled")
         if len(dd.ids) < self.loaded or dd.ids.digest(self.loaded) != self._preloaded:

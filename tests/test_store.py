@@ -638,6 +638,31 @@ def test_a_session_preloads_the_stored_rows_and_saves_this_runs_kept_ones(tmp_pa
     assert stored.created == stored.runs[0]["started"]
 
 
+def test_a_session_preloads_and_saves_only_inside_its_with_block(tmp_path: Path) -> None:
+    # Outside it, preload gave nothing and save wrote the run's rows over every stored
+    # one; a save after the block wrote without the lock (a trial of the library).
+    path = tmp_path / "x.sdx"
+    with IndexSession(path, Settings(), run_name="monday") as session:
+        dd = Deduplicator(Settings())
+        session.preload(dd)
+        dd.process(docs(A, B))
+        session.save(dd)
+    with pytest.raises(RuntimeError, match=r"IndexSession.save\(\) runs inside `with IndexSession"):
+        session.save(dd)  # after the block
+    forgot = IndexSession(path, Settings(), run_name="tuesday")
+    with pytest.raises(RuntimeError, match=r"IndexSession.preload\(\) runs inside"):
+        forgot.preload(Deduplicator(Settings()))
+    with pytest.raises(RuntimeError, match=r"IndexSession.save\(\) runs inside"):
+        forgot.save(Deduplicator(Settings()))
+    refused = IndexSession(path, Settings(seed=9))
+    with pytest.raises(IndexSettingsError):
+        refused.__enter__()
+    with pytest.raises(RuntimeError, match="runs inside"):
+        refused.preload(Deduplicator(Settings()))  # a failed entry holds no lock either
+    assert [r["name"] for r in read_index(path).runs] == ["monday"]
+    assert list(read_index(path).ids()) == ["d0-the harb", "d1-our libr"]
+
+
 def test_merge_concatenates_rows_and_runs(tmp_path: Path) -> None:
     a = make_index([1, 2], ["a1", "a2"], [0, 1])
     b = make_index([3], ["b1"], [0])
