@@ -82,12 +82,15 @@ def _as_fingerprint_array(fps: np.ndarray | Iterable[int], bits: int) -> np.ndar
 
 
 def fingerprint_documents(
-    docs: Sequence[Document], settings: Settings, hashfunc: HashFunc | None = None, compiled: bool = False
+    docs: Iterable[Document], settings: Settings, hashfunc: HashFunc | None = None, compiled: bool = False
 ) -> list[int | None]:
     """Fingerprints of a batch of documents (None for empty ones). Pure: a document's
     fingerprint does not depend on the batch, so batches can go to any worker.
     `compiled`: ASCII texts through the compiled core (fingerprint.compiled_core), the
-    same fingerprints. A FeatureHasher given must have the settings' bits and seed."""
+    same fingerprints. A FeatureHasher given must have the settings' bits and seed. An
+    iterator of documents is read into a list first."""
+    if not isinstance(docs, Sequence):  # used up by the check, it gave [] (a trial)
+        docs = list(docs)
     checked_documents(docs)
     check_hasher(settings, hashfunc)
     hashfunc = hashfunc or FeatureHasher(settings.bits, settings.seed)

@@ -110,7 +110,8 @@ def fingerprint_batches(
     idle: Callable[[], bool] | None = None,
 ) -> Iterator[tuple[Any, ...]]:
     """(batch, its fingerprints) for every batch, in input order, with `jobs` processes;
-    with sketches=True, (batch, fingerprints, sketches, heads) (see Result).
+    with sketches=True, (batch, fingerprints, sketches, heads) (see Result). A batch that
+    is no Sequence (an iterator) is read into a list, which is handed back.
 
     jobs=1 works in this process, a batch at a time (so does AUTO in a daemonic process,
     such as a Pool's worker, which cannot start workers). jobs=AUTO times the first piece
@@ -149,6 +150,8 @@ def fingerprint_batches(
 
     def pieces() -> Iterator[Work]:
         for batch in batches:
+            if not isinstance(batch, Sequence):  # an iterator, handed back used up (a trial)
+                batch = list(batch)
             # jobs as decided by the time the batch is read (AUTO: after the first piece).
             # In this process a batch goes whole: fingerprinting is fastest by the batch.
             split = [batch] if jobs == 1 else _pieces(batch, piece)

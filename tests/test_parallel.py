@@ -27,7 +27,7 @@ from simdedup import Document, Settings, parallel
 from simdedup import cli as cli_module
 from simdedup import read as read_module
 from simdedup.cli import _chunk_jobs, main
-from simdedup.dedup import batches
+from simdedup.dedup import batches, fingerprint_documents
 from simdedup.fingerprint import FeatureHasher
 from simdedup.parallel import (
     AUTO,
@@ -64,6 +64,17 @@ def test_two_jobs_give_one_jobs_fingerprints_in_order(docs: list[str], size: int
         return [([d.id for d in batch], fps) for batch, fps in out]
 
     assert run(2) == run(1)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_batch_that_is_an_iterator_is_handed_back_as_a_list(jobs: int) -> None:
+    # With one job it came back used up beside its fingerprints; with two it failed (a trial).
+    documents = [Document(str(i), f"text {i} here", b"") for i in range(10)]
+    expected = fingerprint_documents(documents, Settings())
+    [(batch, fps)] = fingerprint_batches([iter(documents)], Settings(), jobs)
+    assert batch == documents and fps == expected
+    assert fingerprint_documents(iter(documents), Settings()) == expected  # it gave []
+    assert fingerprint_documents(iter(documents), Settings(), compiled=True) == expected
 
 
 @settings(max_examples=30, deadline=None)
