@@ -103,6 +103,9 @@ class Ids(Sequence[str]):
     """The ids of kept documents, row by row, packed: UTF-8 bytes in one buffer plus an
     8-byte end offset each (a list of str would cost ~50 bytes more per id)."""
 
+    #: Whether a Deduplicator holds these as its ids (and so adds to them).
+    held = False
+
     def __init__(self) -> None:
         self._blob = bytearray()
         self._ends = array("Q")
@@ -194,6 +197,7 @@ class Deduplicator:
             )
         self.index = index if index is not None else BlockIndex(self.settings.bits, self.settings.distance)
         self.ids = Ids()
+        self.ids.held = True
         # Twins kept in earlier batches (_decide_with_twins): twin key -> (row, id).
         self._kept_twins: OrderedDict[Any, tuple[int, str]] = OrderedDict()
         # Held by the thread in decide_many, extend or match_many (_one_thread).
@@ -216,14 +220,16 @@ class Deduplicator:
 
         `fps` as BlockIndex.fingerprint_array() gives them, or any iterable of ints. An
         Ids given to an empty Deduplicator is taken over, not copied (it may hold
-        gigabytes): it then grows with the rows kept later. `indexed` (a bool per row,
+        gigabytes): it then grows with the rows kept later; another Deduplicator's ids
+        are copied (taken over, each one's rows were added to both, and duplicates named
+        the other's documents: a trial). `indexed` (a bool per row,
         default all True): False stores the row unindexed (BlockIndex.add_many), as a
         VerifyingDeduplicator left it (BlockIndex.unindexed_array)."""
         if isinstance(ids, (str, bytes)):
             raise TypeError("ids are a collection of str, not one str")
         fps = _as_fingerprint_array(fps, self.settings.bits)
         indexed = _indexed_flags(indexed, len(fps))
-        if not isinstance(ids, Ids):
+        if not isinstance(ids, Ids) or ids.held:
             packed = Ids()
             packed.extend(ids)
             ids = packed
@@ -234,6 +240,7 @@ class Deduplicator:
             self.ids.extend(ids)
         else:
             self.ids = ids
+            ids.held = True
 
     def decide(self, doc: Document, fp: int | None) -> Decision:
         return self.decide_many([doc], [fp])[0]

@@ -83,6 +83,24 @@ def test_extend_preloads_kept_documents_with_their_ids() -> None:
     assert list(second.ids) == ["d0", "d1"]
 
 
+def test_another_deduplicators_ids_are_copied_not_shared() -> None:
+    # Taken over, each one's kept rows were added to both, and a duplicate in one named
+    # the other's document (a library trial).
+    first = Deduplicator()
+    first.process(_docs(["alpha beta gamma delta", "one two three four"]))
+    second = Deduplicator()
+    second.extend(first.index.fingerprint_array(), first.ids)
+    second.process(_docs(["brand new words entirely here"], start=10))
+    first.process(_docs(["something else completely"], start=20))
+    [decision] = first.process(_docs(["something else completely"], start=30))
+    assert decision.duplicate_of == "d20"
+    assert list(first.ids) == ["d0", "d1", "d20"] and list(second.ids) == ["d0", "d1", "d10"]
+    third = Deduplicator()  # and the copy is no longer the first's, once taken over
+    third.extend(second.index.fingerprint_array(), second.ids)
+    second.process(_docs(["yet another text of its own"], start=40))
+    assert list(third.ids) == ["d0", "d1", "d10"]
+
+
 def test_extend_refuses_a_count_mismatch() -> None:
     with pytest.raises(ValueError, match="2 fingerprints but 1 ids"):
         Deduplicator().extend([1, 2], ["a"])
