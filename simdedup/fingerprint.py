@@ -57,8 +57,11 @@ class FeatureHasher:
     def __init__(self, bits: int = 64, seed: int = 0, cache_size: int = 1 << 20) -> None:
         if bits not in (64, 128):
             raise ValueError("xxh3 feature hashes are 64 or 128 bits")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 1 << 64:
+            # xxh3 took -1 as 2 ** 64 - 1 and 2 ** 64 as 0, where Settings refuses them (a trial)
+            raise ValueError(f"seed must be 0 .. 2 ** 64 - 1, not {seed!r}")
         self.bits = bits
-        self.seed = seed
+        self.seed = int(seed)
         self.cache_size = cache_size
         self._digest = xxhash.xxh3_64_intdigest if bits == 64 else xxhash.xxh3_128_intdigest
         self._cache: dict[str, int] = {}

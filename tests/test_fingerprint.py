@@ -114,6 +114,14 @@ def test_a_full_feature_cache_is_dropped_without_losing_a_hash(batches: list[lis
     assert fingerprint_texts(texts, Settings(), small) == fingerprint_texts(texts, Settings())
 
 
+@pytest.mark.parametrize("seed", [-1, 1 << 64, True, 1.0, "1", None])
+def test_a_feature_hasher_refuses_a_seed_that_settings_refuse(seed: object) -> None:
+    # xxh3 took -1 as 2 ** 64 - 1 and 2 ** 64 as 0 (a library trial).
+    with pytest.raises(ValueError, match=r"seed must be 0 \.\. 2 \*\* 64 - 1, not"):
+        FeatureHasher(64, seed)  # type: ignore[arg-type]
+    assert FeatureHasher(64, np.uint64((1 << 64) - 1)).seed == (1 << 64) - 1
+
+
 def test_a_document_without_features_has_no_fingerprint() -> None:
     assert fingerprint_texts(["", "   \n\t", "!!! ... ,,, —"]) == [None, None, None]
     assert fingerprint_texts(["0"])[0] is not None
