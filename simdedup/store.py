@@ -1070,6 +1070,12 @@ def merge_indexes(indexes: Sequence[tuple[str, StoredIndex]]) -> StoredIndex:
     that does not."""
     if not indexes:
         raise ValueError("nothing to merge")
+    for item in indexes:  # a StoredIndex alone said "cannot unpack non-iterable StoredIndex" (a trial)
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], StoredIndex)):
+            said = type(item).__name__
+            raise TypeError(
+                f"merge_indexes takes (name, StoredIndex) pairs, the name for its messages, not {said}"
+            )
     known: list[dict[str, Any]] = []
     fresh = []
     for name, index in indexes:

@@ -691,6 +691,15 @@ def test_merge_refuses_other_settings(tmp_path: Path) -> None:
         merge_indexes([("a", a), ("b", b)])
 
 
+def test_merge_takes_named_indexes_and_says_so() -> None:
+    # Indexes alone: "cannot unpack non-iterable StoredIndex" (a library trial).
+    a = make_index([1], ["a"], [0])
+    for given in ([a, a], [("a", a, "x")], [("a", "not an index")]):
+        with pytest.raises(TypeError, match=r"merge_indexes takes \(name, StoredIndex\) pairs"):
+            merge_indexes(given)  # type: ignore[arg-type]
+    assert list(merge_indexes([("a", a)]).ids()) == ["a"]
+
+
 def test_a_file_made_with_top_k_and_binary_weights_is_still_read(tmp_path: Path) -> None:
     # The command line refuses the pair now; Settings refusing it made such a file
     # "corrupt", not even `index info` could read it (a review).
