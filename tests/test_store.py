@@ -694,9 +694,9 @@ def test_merge_refuses_other_settings(tmp_path: Path) -> None:
 def test_merge_takes_named_indexes_and_says_so() -> None:
     # Indexes alone: "cannot unpack non-iterable StoredIndex" (a library trial).
     a = make_index([1], ["a"], [0])
-    for given in ([a, a], [("a", a, "x")], [("a", "not an index")]):
+    for wrong in ([a, a], [("a", a, "x")], [("a", "not an index")]):
         with pytest.raises(TypeError, match=r"merge_indexes takes \(name, StoredIndex\) pairs"):
-            merge_indexes(given)  # type: ignore[arg-type]
+            merge_indexes(wrong)  # type: ignore[arg-type]
     assert list(merge_indexes([("a", a)]).ids()) == ["a"]
 
 
