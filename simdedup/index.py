@@ -633,7 +633,10 @@ class BlockIndex:
         start, end = self._n, self._n + len(words)
         skip = None
         if indexed is not None:
-            skip = ~np.asarray(indexed, bool)
+            flags = np.asarray(indexed)
+            if flags.dtype != bool:  # 0.0, 1.0 or 'a', '' were taken by truthiness (a trial)
+                raise ValueError(f"indexed is a bool a fingerprint, not {flags.dtype}")
+            skip = ~flags
             if skip.shape != (len(words),):
                 raise ValueError(f"{len(words)} fingerprints but {skip.shape} flags of which are indexed")
         if end > len(self._words):

@@ -15,7 +15,14 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdedup import FeatureHasher, Settings, extract, fingerprint_batch, fingerprint_texts
+from simdedup import (
+    FeatureHasher,
+    Settings,
+    extract,
+    fingerprint_batch,
+    fingerprint_texts,
+    format_fingerprint,
+)
 from simdedup.dedup import dedup
 from simdedup.fingerprint import text_batch_fingerprints
 from simdedup.read import Document
@@ -120,6 +127,14 @@ def test_a_feature_hasher_refuses_a_seed_that_settings_refuse(seed: object) -> N
     with pytest.raises(ValueError, match=r"seed must be 0 \.\. 2 \*\* 64 - 1, not"):
         FeatureHasher(64, seed)  # type: ignore[arg-type]
     assert FeatureHasher(64, np.uint64((1 << 64) - 1)).seed == (1 << 64) - 1
+
+
+def test_format_fingerprint_takes_ints_only() -> None:
+    # True was written 0000000000000001; 3.0 and None failed in format's own words (a trial).
+    for wrong in (True, 3.0, None, "5"):
+        with pytest.raises(TypeError, match="a fingerprint is an int, not"):
+            format_fingerprint(wrong)  # type: ignore[arg-type]
+    assert format_fingerprint(np.uint64(5)) == format_fingerprint(5) == "0000000000000005"
 
 
 def test_a_document_without_features_has_no_fingerprint() -> None:

@@ -61,6 +61,17 @@ def test_index_finds_exactly_the_brute_force_pairs_in_clustered_data(
     index._check()
 
 
+def test_unindexed_flags_are_bools() -> None:
+    # 0.0 / 1.0 or 'a' / '' were taken by their truth (a library trial).
+    index = BlockIndex(64, 3)
+    for flags in (np.array([0.0, 1.0]), ["a", ""], [1, 0]):
+        with pytest.raises(ValueError, match="indexed is a bool a fingerprint, not"):
+            index.add_many(fingerprint_array([1, 2]), flags)  # type: ignore[arg-type]
+    assert len(index) == 0
+    index.add_many(fingerprint_array([1, 2]), [False, True])  # type: ignore[arg-type]
+    assert index.unindexed_array().tolist() == [True, False]
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     fps=clustered(),
