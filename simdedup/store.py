@@ -349,6 +349,8 @@ class StoredIndex:
         sketches too. Refused (IndexSettingsError) when its settings or feature hash made
         other fingerprints. Into one that holds rows, loading again added every row a
         second time (a review): merge stored indexes first (merge_indexes)."""
+        if not isinstance(dd, Deduplicator):  # it failed on a missing attribute (a trial)
+            raise TypeError(f"load_into fills a Deduplicator, not {type(dd).__name__}")
         if len(dd.ids):
             raise ValueError(
                 f"load_into needs an empty Deduplicator; this one holds {len(dd.ids):,} rows "
@@ -535,6 +537,8 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
     Call it holding index_lock(path): two writers would each rename their own file,
     and the later one would silently drop the rows only the earlier one added. A
     symbolic link is written through: its target is replaced, not the link."""
+    if not isinstance(index, StoredIndex):  # it failed on a missing attribute (a trial)
+        raise TypeError(f"write_index writes a StoredIndex, not {type(index).__name__}")
     index._check()
     path = Path(os.path.realpath(path))
     directory = path.parent

@@ -691,6 +691,15 @@ def test_merge_refuses_other_settings(tmp_path: Path) -> None:
         merge_indexes([("a", a), ("b", b)])
 
 
+def test_write_index_and_load_into_name_what_they_take(tmp_path: Path) -> None:
+    # Each failed on a missing attribute (a library trial).
+    with pytest.raises(TypeError, match="write_index writes a StoredIndex, not str"):
+        write_index(tmp_path / "x.sdx", "x")  # type: ignore[arg-type]
+    assert not (tmp_path / "x.sdx").exists()
+    with pytest.raises(TypeError, match="load_into fills a Deduplicator, not NoneType"):
+        make_index([1], ["a"], [0]).load_into(None)  # type: ignore[arg-type]
+
+
 def test_merge_takes_named_indexes_and_says_so() -> None:
     # Indexes alone: "cannot unpack non-iterable StoredIndex" (a library trial).
     a = make_index([1], ["a"], [0])
