@@ -778,6 +778,11 @@ def fingerprint_work(
         return text_batch_fingerprints(work, settings, hasher, compiled)  # type: ignore[arg-type]
     fps: list[int | None] = [None] * len(work)
     given = [i for i, w in enumerate(work) if not isinstance(w, str)]
+    for i in given:  # bytes for a text were "features ... not bytes", numbered among the features (a trial)
+        if type(work[i]) is not dict and not isinstance(work[i], Mapping):
+            what = type(work[i]).__name__
+            said = f"a text is a str, features a {{feature: weight}} mapping, not {what}"
+            raise TypeError(f"document {i} of the batch: {said}")
     for i, fp in zip(given, fingerprint_batch([work[i] for i in given], settings.bits, hasher)):  # type: ignore[misc]
         fps[i] = fp
     if texts:

@@ -633,6 +633,17 @@ def test_a_bad_feature_set_names_its_document(bad: object, error: type[Exception
         fingerprint_batch([{"ok": 1.0}, {}, bad])  # type: ignore[list-item]
 
 
+def test_a_batch_item_that_is_no_text_nor_features_is_named_by_its_place() -> None:
+    # bytes for a text were said to be no features mapping, numbered among the batch's
+    # features rather than in the batch (a library trial).
+    from simdedup.sketch import fingerprints_and_sketches
+
+    for batch in (["a text", b"bytes"], ["a text", {"ok": 1.0}, None]):
+        said = f"document {len(batch) - 1} of the batch: a text is a str, features a"
+        with pytest.raises(TypeError, match=said):
+            fingerprints_and_sketches(batch, Settings(), FeatureHasher(64))  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("cls", [Deduplicator, VerifyingDeduplicator])
 def test_matching_a_batch_against_a_crowd_holds_a_piece_of_its_pairs(cls: type[Deduplicator]) -> None:
     # match_many (`index query`) held every pair of its batch: 4,096 CSV rows against
