@@ -746,9 +746,8 @@ def distance(a: int, b: int) -> int:
 def format_fingerprint(fp: int, bits: int = 64) -> str:
     """Unsigned, zero-padded lowercase hex: bits / 4 digits (16 for 64 bits, 32 for 128).
     A value outside 0 .. 2 ** bits - 1 is refused (ValueError), not printed longer or signed."""
-    if (
-        type(fp) is int and bits == 64 and 0 <= fp <= _MASK64
-    ):  # the common case, checked and formatted at once
+    # The common case, checked and formatted at once.
+    if type(fp) is int and bits == 64 and 0 <= fp <= _MASK64:
         return f"{fp:016x}"
     if isinstance(fp, bool) or not isinstance(fp, numbers.Integral):  # True was 0000000000000001 (a trial)
         raise TypeError(f"a fingerprint is an int, not {type(fp).__name__}")

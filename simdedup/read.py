@@ -333,7 +333,7 @@ def _documents(
             on_problem(_revisited(path))
         else:
             yield from _read_file(path, options, on_problem)
-    for problem in unused_exclusions(seen, options):
+    for problem in _unused_exclusions(seen, options):
         on_problem(problem)
 
 
@@ -1749,7 +1749,7 @@ def _walk(
         on_problem(Problem(top, "no-match", f"{patterns} left out everything in it: no file is read"))
 
 
-def unused_exclusions(seen: Entered, options: ReadOptions) -> Iterator[Problem]:
+def _unused_exclusions(seen: Entered, options: ReadOptions) -> Iterator[Problem]:
     """A warning for each --exclude pattern that left nothing out of the folders that
     the run walked: one that names them (`--exclude crawl/drafts` for `crawl/`, or an
     absolute path) let a trial's drafts be read, without a word."""
