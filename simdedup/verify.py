@@ -88,7 +88,8 @@ class VerifyingDeduplicator(Deduplicator):
     Candidates come from three places: kept documents whose fingerprint is within the
     distance; for a short document (an exact sketch), the kept ones filed under a value
     of its prefix (prefixes.py), while fewer than PREFIX_CROWD kept documents hold it
-    (not with crowds, nor for unindexed rows); and kept documents whose head fingerprint (of
+    (not for unindexed rows: with crowds too, which once left these out, and missed
+    short near copies where no crowd was met, a trial); and kept documents whose head fingerprint (of
     HEAD_TOKENS tokens from the one with the smallest hash, fingerprint.head_window) is
     within the distance of this document's head. Heads find copies that were truncated
     or gained or lost a header or a footer, whose whole fingerprints moved; a head
@@ -227,8 +228,6 @@ class VerifyingDeduplicator(Deduplicator):
         """File the prefix values of these kept rows (ascending) that have an exact sketch,
         PREFIX_SLICE rows at a time (an index of 183,000 short rows loaded with a peak of
         190 MB more, all at once)."""
-        if self.crowd:
-            return
         for lo in range(0, len(rows), PREFIX_SLICE):
             part = slice(lo, lo + PREFIX_SLICE)
             at, values = prefixes(self.sketcher, sketches[part], has[part], self.min_jaccard)
@@ -541,7 +540,7 @@ class VerifyingDeduplicator(Deduplicator):
                         indexed[pos] = met < self.crowd
                 else:
                     target[pos] = (best[3], best[2])
-                prefix.decided(pos, kept[pos])
+                prefix.decided(pos, kept[pos] and indexed[pos])  # an unindexed row is filed nowhere
         is_kept = np.array(kept, bool)
         new = np.flatnonzero(is_kept)
         new_rows = np.full(len(present), -1, np.int64)
@@ -563,7 +562,7 @@ class VerifyingDeduplicator(Deduplicator):
         self._add_copies(new_rows[is_kept][~is_indexed & has_mine[is_kept]])
         heads_kept = is_kept[head.pos] & np.array(calm, bool)[head.pos]
         self._add_heads(head.fps[heads_kept], new_rows[head.pos[heads_kept]])
-        kept_ones = is_kept[prefix.pos]
+        kept_ones = is_kept[prefix.pos] & np.array(indexed, bool)[prefix.pos]
         self.prefix_index.add(
             new_rows[prefix.pos[kept_ones]], prefix.values[kept_ones], prefix.filed[kept_ones]
         )
@@ -990,11 +989,7 @@ class _Prefixes:
         batch: bool = True,
     ) -> _Prefixes:
         bits = dd.settings.bits
-        none = np.zeros(0, np.int64)
-        if dd.crowd:
-            pos, values = none, np.zeros(0, np.uint32)
-        else:
-            pos, values = prefixes(dd.sketcher, mine, has_mine, dd.min_jaccard)
+        pos, values = prefixes(dd.sketcher, mine, has_mine, dd.min_jaccard)
         filed, which, rows = dd.prefix_index.lookup(values)
         group = np.full(len(pos), -1, np.int64)  # each entry's counted group, or -1
         member: dict[int, list[tuple[int, int]]] = {}

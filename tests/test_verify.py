@@ -352,11 +352,11 @@ def held_whole(sketch: np.ndarray) -> bool:
     return sketch[:8].tobytes() == EXACT_MARK.to_bytes(8, "little")
 
 
-def prefix_of(sketch: np.ndarray, has: bool, min_jaccard: float, crowd: int) -> list[int]:
+def prefix_of(sketch: np.ndarray, has: bool, min_jaccard: float) -> list[int]:
     """A document's prefix values (prefixes.py), from its sketch's bytes: of an exact
     sketch's n values (ascending, after the mark and the count), the first n - ceil(t n)
-    + 1; none for other sketches, without a sketch, or with crowds."""
-    if crowd or not has or not held_whole(sketch):
+    + 1; none for other sketches, or without a sketch."""
+    if not has or not held_whole(sketch):
         return []
     n = int.from_bytes(sketch[8:12].tobytes(), "little")
     values = [int.from_bytes(sketch[12 + 4 * i : 16 + 4 * i].tobytes(), "little") for i in range(n)]
@@ -381,8 +381,8 @@ def one_at_a_time(
     fewer than PREFIX_CROWD are.
     Crowds (dd.crowd): a kept document is indexed while fewer than dd.crowd indexed kept
     rows are within the distance; an unindexed row is a candidate by fingerprint only to
-    its exact copies (distance 0, the same sketch); no prefix candidates. Decides without
-    changing `dd`."""
+    its exact copies (distance 0, the same sketch), and filed under no prefix value.
+    Decides without changing `dd`."""
     k = dd.index.distance
     kept_fps = [int(x) for x in dd.index.fingerprint_array().view("<u8").ravel()]
     kept_ids = list(dd.ids)
@@ -393,7 +393,7 @@ def one_at_a_time(
     filed: dict[int, list[int]] = {}  # prefix value -> the first PREFIX_CROWD kept rows holding it
 
     def file(row: int, sketch: np.ndarray, has: bool) -> None:
-        for value in prefix_of(sketch, has, dd.min_jaccard, dd.crowd):
+        for value in prefix_of(sketch, has, dd.min_jaccard):
             rows = filed.setdefault(value, [])
             if len(rows) < prefixes_module.PREFIX_CROWD:
                 rows.append(row)
@@ -408,7 +408,7 @@ def one_at_a_time(
         has = doc.features is None
         by_prefix = {  # a value held by PREFIX_CROWD kept rows gives none
             r
-            for value in prefix_of(sketch, has, dd.min_jaccard, dd.crowd)
+            for value in prefix_of(sketch, has, dd.min_jaccard)
             if len(filed.get(value, ())) < prefixes_module.PREFIX_CROWD
             for r in filed.get(value, ())
         }
@@ -445,9 +445,9 @@ def one_at_a_time(
             out.append(("duplicate", best[3], kept_ids[best[3]], best[2]))
             continue
         out.append(("unique", len(kept_fps), None, None))
-        file(len(kept_fps), sketch, has)
         crowd = sum((fp ^ other).bit_count() <= k for other, on in zip(kept_fps, kept_indexed) if on)
         kept_indexed.append(not dd.crowd or crowd < dd.crowd)
+        file(len(kept_fps), sketch, has and kept_indexed[-1])
         kept_fps.append(fp)
         kept_ids.append(doc.id)
         kept_sketches.append(sketch if has else np.zeros_like(sketch))
@@ -559,14 +559,18 @@ def _file_and_find(batches: list[list[int]], pickled: bool, crowd: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seed", "size", "min_jaccard", "prefix_crowd", "compiled"),
+    ("seed", "size", "min_jaccard", "prefix_crowd", "compiled", "crowd"),
     # (seeds 26 and 55: where holders past a value's room decide from 35 to 549 lines)
     [
-        (11, 1, 0.8, 2, False),
-        (26, 37, 0.8, 3, True),
-        (55, 37, 0.8, 2, False),
-        (13, 600, 0.6, 2, False),
-        (14, 250, 0.8, 64, True),
+        (11, 1, 0.8, 2, False, 0),
+        (26, 37, 0.8, 3, True, 0),
+        (55, 37, 0.8, 2, False, 0),
+        (13, 600, 0.6, 2, False, 0),
+        (14, 250, 0.8, 64, True, 0),
+        (26, 37, 0.8, 3, True, 2),
+        (55, 600, 0.8, 2, False, 3),
+        (14, 1, 0.8, 64, False, 1024),
+        (101, 37, 0.8, 2, False, 1),  # where an unindexed holder was counted in its value's room
     ],
 )
 def test_short_copies_found_by_their_prefixes_as_one_at_a_time(
@@ -575,12 +579,14 @@ def test_short_copies_found_by_their_prefixes_as_one_at_a_time(
     min_jaccard: float,
     prefix_crowd: int,
     compiled: bool,
+    crowd: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Variants of a few lines of 12-25 words (a word or two edited, again and again),
     # repeated copies among them, at k = 2: most near pairs share a prefix value, not a
     # fingerprint; a few values are held by many lines, and copies (not kept) sit among
-    # their holders.
+    # their holders. With crowds too (unindexed rows filed under no value), which once
+    # turned these candidates off for every document (a trial).
     set_crowds(monkeypatch, prefix_crowd, compiled)
     rng = random.Random(seed)
     vocabulary = [f"v{i}" for i in range(200)]
@@ -602,7 +608,7 @@ def test_short_copies_found_by_their_prefixes_as_one_at_a_time(
     settings = Settings(distance=2)
     fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
     sketches = text_sketches(texts)
-    dd = VerifyingDeduplicator(settings, min_jaccard=min_jaccard)
+    dd = VerifyingDeduplicator(settings, min_jaccard=min_jaccard, crowd=crowd)
     by_prefix = 0
     for lo in range(0, len(batch), size):
         expected = one_at_a_time(dd, batch[lo : lo + size], fps[lo : lo + size], sketches[lo : lo + size])
@@ -831,18 +837,20 @@ def test_seeded_batches_of_copies_decide_as_the_brute_force_definition(
 
 
 @pytest.mark.parametrize(
-    ("seed", "compiled", "slice_candidates"), [(41, False, 0), (42, True, 0), (43, True, 64)]
+    ("seed", "compiled", "slice_candidates", "prefix_crowd"),
+    [(41, False, 0, 16), (42, True, 0, 16), (43, True, 64, 16), (44, False, 0, 2), (45, True, 0, 3)],
 )
 def test_seeded_crowds_decide_as_the_brute_force_definition(
-    seed: int, compiled: bool, slice_candidates: int, monkeypatch: pytest.MonkeyPatch
+    seed: int, compiled: bool, slice_candidates: int, prefix_crowd: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Lines of few distinct words (their fingerprints crowd, their shingles do not
     verify), exact repeats and near copies (one word changed) of earlier ones, after
     preloaded rows of which some are unindexed: with a crowd of 4, in batches of any
     size (a large one is crowded, and decided in pieces; its search in slices of
-    `slice_candidates`), the definition's decisions."""
-    if compiled:
-        monkeypatch.setattr(index_module, "COMPILED_ROWS", 0)
+    `slice_candidates`), the definition's decisions. The lines are short: near copies
+    are found by their shingles' prefix values too (a value held by `prefix_crowd`
+    filed rows gives none), where only indexed rows are filed."""
+    set_crowds(monkeypatch, prefix_crowd, compiled)
     if slice_candidates:
         monkeypatch.setattr(verify_module, "MATCH_CANDIDATES", slice_candidates)
     rng = random.Random(seed)
@@ -920,10 +928,11 @@ def test_a_copy_is_found_in_its_batch_when_an_earlier_copy_was_a_duplicate_by_it
     """A review: copy c of text T is a duplicate of R by its head alone; two documents
     with that head are kept after it, so the head crowds; copy i is then kept (crowded:
     unindexed), and copy j must be its duplicate. Paired with the earliest copy (c)
-    alone, j was kept, where one at a time it is i's duplicate."""
+    alone, j was kept, where one at a time it is i's duplicate. Texts too long for exact
+    sketches: a short copy of R's would find R by its shingles (prefixes.py)."""
     monkeypatch.setattr(verify_module, "HEAD_CROWD", 2)
-    text = " ".join(f"t{i}" for i in range(40))
-    other = " ".join(f"x{i}" for i in range(40))
+    text = " ".join(f"t{i}" for i in range(80))
+    other = " ".join(f"x{i}" for i in range(80))
     head = 0xABCDEF0123456789
     dd = VerifyingDeduplicator(Settings(), crowd=1)
     dd.extend(
@@ -933,7 +942,7 @@ def test_a_copy_is_found_in_its_batch_when_an_earlier_copy_was_a_duplicate_by_it
         heads=[0, head],
         headed=np.array([False, True]),
     )
-    texts = [text, *(" ".join(f"d{j}_{i}" for i in range(40)) for j in range(2)), text, text]
+    texts = [text, *(" ".join(f"d{j}_{i}" for i in range(80)) for j in range(2)), text, text]
     batch = [Document(name, t, b"") for name, t in zip(["c", "d0", "d1", "i", "j"], texts)]
     fps = [0, 0x5555 << 20, 0xAAAA << 20, 0, 0]
     sketches, heads = text_sketches(texts), [head] * len(batch)
