@@ -474,6 +474,11 @@ def test_an_empty_file_says_how_to_start_a_new_index(tmp_path: Path) -> None:
         IndexFileError, match=r"an empty file, not a simdedup index; .* Remove it to start a new index"
     ):
         read_index(path)
+    write_index(path, make_index([1], ["a"], [0]))
+    lock = tmp_path / "seen.sdx.lock"  # not to be removed while runs may hold it (a trial)
+    lock.write_bytes(b"")
+    with pytest.raises(IndexFileError, match=f"^{lock} is the lock file of the index {path}, not an index$"):
+        read_index(lock)
 
 
 def test_a_missing_file_or_a_directory_is_named(tmp_path: Path) -> None:
