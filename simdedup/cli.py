@@ -1961,7 +1961,8 @@ def _details(messages: Messages, dd: Deduplicator) -> None:
             f"verification: estimated Jaccard >= {dd.min_jaccard:g} from {SKETCH.nbytes}-byte sketches "
             f"({SKETCH_SPEC}); candidates also from {len(dd.head_index):,} head fingerprints ("
             f"{HEAD_SPEC}); {dd.sketch_bytes():,} bytes held; a document met "
-            f"{dd.met / max(1, dd.searched):,.1f} kept ones within the distance, on average"
+            f"{dd.met / max(1, dd.searched):,.1f} indexed ones within the distance, kept before its batch,"
+            " on average"
         )
     else:
         messages.detail("verification: off (--no-verify): matches are decided on the fingerprint alone")
