@@ -1212,6 +1212,19 @@ def test_the_cron_example_dedups_each_night_against_the_ones_before(tmp_path: Pa
     assert (crawl / "2024-11-22.2.unique.txt").read_text() == ""  # all seen by the first run
     log = (crawl / "simdedup.log").read_text().splitlines()
     assert re.fullmatch(r"\S+Z 2024-11-22.2 exit 0: 4 documents: 0 unique, 4 duplicates in .*", log[2])
+    # A night without its folder: said in the log, and no run under its name in the index
+    # (a trial found the cause only in its stderr file, and the index held an empty run).
+    runs = len(read_index(crawl / "index.sdx").runs)
+    result = subprocess.run(
+        ["sh", str(script), str(crawl), "2024-11-23"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 3 and f"no folder {crawl}/2024-11-23" in result.stderr
+    log = (crawl / "simdedup.log").read_text().splitlines()
+    assert re.fullmatch(
+        rf"\S+Z 2024-11-23 exit 3: no folder {re.escape(str(crawl))}/2024-11-23: nothing run", log[3]
+    )
+    assert len(read_index(crawl / "index.sdx").runs) == runs
+    assert not list(crawl.glob("2024-11-23*"))
 
 
 @pytest.mark.parametrize("fmt", ["tsv", "csv", "jsonl"])

@@ -4,7 +4,10 @@
 #
 #   nightly.sh CRAWL [DAY]
 #
-# CRAWL/DAY/ is the night's folder, one page per file (DAY: today by default, YYYY-MM-DD).
+# CRAWL/DAY/ is the night's folder, one page per file (DAY: today by default, YYYY-MM-DD:
+# a crawler that names its folder for the day it started, run after midnight, gives
+# DAY, e.g. `nightly.sh CRAWL "$(date -d yesterday +%F)"`). Without it, the log says so
+# and nothing runs (exit 3).
 # Written beside it, not in it (so the next run does not read them as pages):
 #   DAY.unique.txt       the paths of the pages to keep
 #   DAY.duplicates.tsv   each duplicate, the page it duplicates and the night that kept it
@@ -28,6 +31,15 @@ set -u
 crawl=${1:?usage: nightly.sh CRAWL [DAY]}
 day=${2:-$(date +%F)}
 simdedup=${SIMDEDUP:-simdedup}
+# No folder for the night (the crawl did not run, or names its folders otherwise): said
+# in the log itself, and nothing run, so the index gets no empty run under the day's
+# name (a trial found the cause only in DAY.stderr.txt, and the day's name taken).
+if [ ! -d "$crawl/$day" ]; then
+    printf '%s %s exit 3: no folder %s: nothing run\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$day" \
+        "$crawl/$day" >>"$crawl/simdedup.log"
+    echo "nightly.sh: no folder $crawl/$day: nothing run" >&2
+    exit 3
+fi
 name=$day
 n=1
 while [ -e "$crawl/$name.summary.json" ] || [ -e "$crawl/$name.stderr.txt" ]; do
