@@ -2576,12 +2576,15 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     Each FILE is one whole document. Exits 0 when the two are near-duplicates as scan
     decides (within the distance, or their heads within it: 32 tokens from the smallest
     token hash, or both short, of at most 61 distinct shingles; and with --verify's
-    Jaccard), 1 when they are not.
+    Jaccard), 1 when they are not, 2 on a usage error, 3 when a FILE could not be read
+    as it is (invalid UTF-8; the verdict is still printed).
 
     \b
     Examples:
       simdedup compare a.txt b.txt
       simdedup compare --text "the cat sat on the mat" --text "the cat sat on a mat"
+    (not near-duplicates, exit 1: of 6 words, 1 changed leaves 2 of 6 shingles shared;
+    a word changed in 30 leaves about 0.8)
     """
     settings, verify = _settings(kw), _verify(kw)
     if len(files) + len(texts) != 2:
