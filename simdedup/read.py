@@ -306,7 +306,9 @@ def _documents(
     files: set[tuple[int, int]] = set()  # the files named
     # A file given by name and also in a folder given is read once, where it comes first.
     named = _named_files(paths) if any(os.path.isdir(path) for path in paths) else frozenset()
-    aliased = _Aliased(tuple(path for path in paths if not is_stream(path) and os.path.isdir(path)))
+    # The folders given, each as its members' ids will name it (_one_slash).
+    folders = tuple(dict.fromkeys(_one_slash(p) for p in paths if not is_stream(p) and os.path.isdir(p)))
+    aliased = _Aliased(folders)
     said = False  # that a directory's JSONL files are documents, not records: once a run
     for path in paths:
         if is_stream(path) and streams.read_before(path, files):
@@ -333,7 +335,7 @@ def _documents(
             on_problem(_revisited(path))
         else:
             yield from _read_file(path, options, on_problem)
-    for problem in _unused_exclusions(seen, options):
+    for problem in _unused_exclusions(seen.excluding, folders, options):
         on_problem(problem)
 
 
@@ -1628,9 +1630,8 @@ class Entered:
 
     passed: dict[tuple[int, int], set[str] | frozenset[str]] = field(default_factory=dict)
     incomplete: set[tuple[int, int]] = field(default_factory=set)
-    #: The --exclude patterns that left something out, and the folders walked.
+    #: The --exclude patterns that left something out.
     excluding: set[str] = field(default_factory=set)
-    tops: list[str] = field(default_factory=list)
 
 
 def _walk(
@@ -1722,7 +1723,6 @@ def _walk(
     passed_over = matched = found = excluded = 0  # files --glob left out, entries it did
     # not (but folders), files read, entries --exclude left out
     entries_seen = -1  # entries but folders, once top is listed (a folder read twice is not)
-    seen.tops.append(top)
     stack = [visit(top, "", frozenset())]
     while stack:
         item = next(stack[-1], None)
@@ -1749,20 +1749,22 @@ def _walk(
         on_problem(Problem(top, "no-match", f"{patterns} left out everything in it: no file is read"))
 
 
-def _unused_exclusions(seen: Entered, options: ReadOptions) -> Iterator[Problem]:
-    """A warning for each --exclude pattern that left nothing out of the folders that
-    the run walked: one that names them (`--exclude crawl/drafts` for `crawl/`, or an
-    absolute path) let a trial's drafts be read, without a word."""
-    if not seen.tops:
+def _unused_exclusions(
+    excluding: set[str], folders: Sequence[str], options: ReadOptions
+) -> Iterator[Problem]:
+    """A warning for each --exclude pattern that left nothing out (`excluding` holds
+    those that did) of the run's folders: one that names them (`--exclude crawl/drafts`
+    for `crawl/`, or an absolute path) let a trial's drafts be read, without a word."""
+    if not folders:
         return
-    others = len(seen.tops) - 1
+    others = len(folders) - 1
     below = "below it" + (
         f", nor below the {others:,} other folder{'s' if others > 1 else ''} given" if others else ""
     )
     for pattern in options.exclude:
-        if pattern not in seen.excluding:
+        if pattern not in excluding:
             yield Problem(
-                seen.tops[0],
+                folders[0],
                 "no-match",
                 f"--exclude {pattern!r} left nothing out {below}"
                 " (patterns match a name, or a path below the directory given, without its name)",

@@ -685,11 +685,10 @@ def _read_header(path: str | os.PathLike[str], f: BinaryIO) -> tuple[dict[str, A
     "format_version" is the file's."""
     size = os.fstat(f.fileno()).st_size
     preamble = _read_exact(f, _PREAMBLE.size)
-    if not preamble and str(path).endswith(".lock") and os.path.isfile(str(path)[: -len(".lock")]):
+    index = str(path).removesuffix(".lock")
+    if not preamble and index != str(path) and os.path.isfile(index):
         # the advice below would have had its lock removed, and two runs lock two files (a trial)
-        raise IndexFileError(
-            f"{path} is the lock file of the index {str(path)[: -len('.lock')]}, not an index"
-        )
+        raise IndexFileError(f"{path} is the lock file of the index {index}, not an index")
     if not preamble:  # `: > seen.sdx`, `touch`, `mktemp`, or a file cut to nothing (a trial)
         raise IndexFileError(
             f"{path}: an empty file, not a simdedup index; it was not loaded. Remove it to start a"
