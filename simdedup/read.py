@@ -69,6 +69,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "invalid-utf8": ("error", False),
     "too-large": ("error", False),
     "symlink-loop": ("error", True),
+    "ancestor": ("warning", True),
     "binary": ("warning", True),
     "revisited": ("warning", True),
     "not-a-file": ("warning", True),
@@ -1581,18 +1582,20 @@ def _read_tree(
     or reached by links from elsewhere, is read where it comes first."""
     aliased = _Aliased((top,)) if aliased is None else aliased
     for path in _walk(top, options, on_problem, seen):
-        linked, path = isinstance(path, _Linked), str(path)  # a plain str for the Document's id
+        linked, beneath = isinstance(path, _Linked), isinstance(path, _Beneath)
+        path = str(path)  # a plain str for the Document's id
         if linked and (target := aliased.link_to_read(path, options)) is not None:
             if named and _file_key(path) in named[1]:  # read already, by its name
                 on_problem(_revisited(path))
-            else:  # not counted as read: the file is, under its own name
-                said = f"a link to {printable(target)}, which is read under that name; skipped"
+            else:  # not counted as read: the file is, in a folder of the run
+                shown = target if os.path.isabs(path) else os.path.relpath(target)
+                said = f"a link to {printable(shown)}, which this run reads in its folder; skipped"
                 on_problem(Problem(path, "revisited", said))
             continue
         if named and named[0] and _read_before(path, named[1], among=named[0]):
             on_problem(_revisited(path))
             continue
-        doc = _read_member(path, options, on_problem, partial(aliased.again, linked=linked))
+        doc = _read_member(path, options, on_problem, partial(aliased.again, linked=linked or beneath))
         if doc is not None:
             yield doc
 
@@ -1616,7 +1619,7 @@ def _excluded(rel: str, name: str, patterns: Sequence[str]) -> bool:
 
 #: What a directory's visit gives _walk: a file's path, or a folder to visit next
 #: (its path, its path relative to the top, the directories above it).
-_Step = str | tuple[str, str, frozenset[tuple[int, int]], bool]
+_Step = str | tuple[str, str, frozenset[tuple[int, int]], bool, bool]
 
 
 _NONE_PASSED: frozenset[str] = frozenset()
@@ -1645,12 +1648,17 @@ def _walk(
     incomplete = seen.incomplete
 
     def visit(
-        directory: str, rel_prefix: str, ancestors: frozenset[tuple[int, int]], again: bool = False
+        directory: str,
+        rel_prefix: str,
+        ancestors: frozenset[tuple[int, int]],
+        again: bool = False,
+        through_link: bool = False,
     ) -> Iterator[_Step]:
         """The files in `directory` (whose path relative to `top` is rel_prefix: empty
         for top itself, else ending in a separator) as paths, and each folder in it as
-        the (directory, rel_prefix, ancestors, again) to visit next, in name order.
-        `again`: a folder inside one entered again."""
+        the (directory, rel_prefix, ancestors, again, through_link) to visit next, in
+        name order. `again`: a folder inside one entered again; `through_link`: one
+        reached through a symbolic link to a folder, whose files are _Beneath it."""
         nonlocal passed_over, matched, entries_seen, found, excluded
         try:
             st = os.stat(directory)
@@ -1659,8 +1667,9 @@ def _walk(
             on_problem(Problem(directory, "unreadable", e.strerror or str(e)))
             return
         key = (st.st_dev, st.st_ino)
-        if key in ancestors:
-            on_problem(Problem(directory, "symlink-loop", "symbolic link loop; not followed"))
+        if key in ancestors:  # a link back up: what it leads to is being read (not exit 3)
+            said = "a link to a folder above it, which is being read; not followed"
+            on_problem(Problem(directory, "ancestor", said))
             return
         # Entered before (given twice, or through a link): only what --glob and --exclude
         # passed over then, under the path it had then, is read now, under this one, and
@@ -1674,7 +1683,7 @@ def _walk(
             return
         entered_again = earlier is not None
         if entered_again:  # what was passed over, and the folders, for theirs
-            entries = [entry for entry in entries if entry[:-2] in earlier or entry[-1] == _DIRECTORY]
+            entries = [entry for entry in entries if entry[:-2] in earlier or entry[-1] in _FOLDERS]
         passed: set[str] = set()
         seen.passed[key] = passed  # the names passed over, as the entries are
         incomplete.discard(key)  # until something is passed over here or below, this time
@@ -1693,12 +1702,13 @@ def _walk(
                 passed.add(name)
                 incomplete.update(ancestors)
                 continue
-            entries_seen += kind != _DIRECTORY
+            entries_seen += kind not in _FOLDERS
             if kind == _ERROR:
                 on_problem(Problem(path, "unreadable", errors[name]))
                 continue
-            if kind == _DIRECTORY:
-                yield (path, rel + os.sep, ancestors, again or entered_again)
+            if kind in _FOLDERS:
+                linked = through_link or kind == _FOLDER_LINK
+                yield (path, rel + os.sep, ancestors, again or entered_again, linked)
                 continue
             if options.glob and not _excluded(rel, name, options.glob):
                 passed_over += kind in _FILES and not entered_again  # said of a first visit
@@ -1708,7 +1718,7 @@ def _walk(
             matched += 1
             if kind in _FILES:
                 found += 1
-                yield path if kind == _FILE else _Linked(path)
+                yield _Linked(path) if kind == _FILE_LINK else _Beneath(path) if through_link else path
             elif kind == _BROKEN_LINK:
                 on_problem(Problem(path, "unreadable", "broken symbolic link"))
             elif kind == _LOOP:
@@ -1776,13 +1786,22 @@ def _unused_exclusions(
 #: A link that cannot be followed (a broken one, or links that point at each other) is
 #: passed over as a file is where --glob leaves it out; an entry whose kind could not be
 #: found is said, whatever its name (it may be a folder).
-_DIRECTORY, _FILE, _FILE_LINK, _BROKEN_LINK, _LOOP, _OTHER, _ERROR = "dflbLox"
+_DIRECTORY, _FOLDER_LINK, _FILE, _FILE_LINK, _BROKEN_LINK, _LOOP, _OTHER, _ERROR = "dDflbLox"
+_FOLDERS = (_DIRECTORY, _FOLDER_LINK)
 _FILES = (_FILE, _FILE_LINK)
 
 
 class _Linked(str):
     """The path of a member that is a symbolic link to a file, as _walk yields it: the
     listing knew (an lstat a file cost 1.9 us here)."""
+
+    __slots__ = ()
+
+
+class _Beneath(str):
+    """The path of a file that _walk reached through a symbolic link to a folder: a
+    link to the file met later is the same document (a trial's `a_dir -> ../ext` then
+    `b_link -> ../ext/e.txt` listed the file as its own duplicate)."""
 
     __slots__ = ()
 
@@ -1802,7 +1821,7 @@ def _listing(directory: str) -> tuple[list[str], dict[str, str]]:
         for entry in it:
             try:
                 if entry.is_dir():
-                    kind = _DIRECTORY
+                    kind = _FOLDER_LINK if entry.is_symlink() else _DIRECTORY
                 elif entry.is_file():
                     kind = _FILE_LINK if entry.is_symlink() else _FILE
                 else:  # a link to a pipe or a device is not broken
@@ -1863,10 +1882,10 @@ def _read_member(
         return None
     raw = os.fsencode(path)
     text, truncated = limited_text(data, whole, limit, path, on_problem)
-    if truncated:
-        on_problem(
-            Problem(path, "too-large", f"file is over {size_text(limit)}; fingerprinted its first part")
-        )
+    if truncated:  # a compressed file's text: not the size `ls` shows (a trial)
+        what = "its text is" if codec_for(path) else "file is"
+        said = f"{what} over {size_text(limit)}; fingerprinted its first part"
+        on_problem(Problem(path, "too-large", said))
     return Document(printable(path), text, raw)
 
 

@@ -479,13 +479,28 @@ def test_a_50_mb_line_is_fingerprinted_on_its_start_and_passed_through(tmp_path:
     assert out.read_bytes() == f.read_bytes()
 
 
-def test_a_symlink_loop_is_reported_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["d", "."])
+def test_a_link_to_a_folder_above_is_a_warning_said_once(tmp_path: Path, target: str) -> None:
+    # What the link leads to is being read: a trial's `up -> ..` gave exit 3 (input
+    # lost) though every file was read once.
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "o.txt").write_text(EN)
     (tmp_path / "d").mkdir()
-    (tmp_path / "d" / "a.txt").write_text(EN)
-    (tmp_path / "d" / "loop").symlink_to(tmp_path / "d")
-    result = run("scan", str(tmp_path / "d"))
-    assert result.exit_code == 3
-    assert result.stderr.count("symbolic link loop") == 1
+    (tmp_path / "d" / "a.txt").write_text(EN + " and more")
+    (tmp_path / "d" / "loop").symlink_to(tmp_path / target)
+    result = run("scan", str(tmp_path / "d"), "--report", "-", "--format", "tsv")
+    assert result.exit_code == 0, result.stderr
+    above = tmp_path / "d" / "loop" / ("d" if target == "." else "")
+    said = (
+        f"{str(above).rstrip('/')}: warning: a link to a folder above it, which is being read; not followed"
+    )
+    assert said in result.stderr.splitlines()
+    assert result.stderr.count("not followed") == 1
+    ids = [line.split("\t")[0] for line in result.stdout.splitlines()[1:]]
+    expected = [str(tmp_path / "d" / "a.txt")]
+    if target == ".":
+        expected.insert(0, str(tmp_path / "d" / "loop" / "other" / "o.txt"))
+    assert sorted(ids) == sorted(expected)
 
 
 def test_a_file_is_no_duplicate_of_a_link_to_it_in_its_folder(tmp_path: Path) -> None:
@@ -500,7 +515,8 @@ def test_a_file_is_no_duplicate_of_a_link_to_it_in_its_folder(tmp_path: Path) ->
     assert result.stdout.splitlines()[1:] == []  # the header only: nothing to delete
     real = corpus / "sub" / "real.txt"
     assert (
-        f"{corpus / 'alink.txt'}: warning: a link to {real}, which is read under that name" in result.stderr
+        f"{corpus / 'alink.txt'}: warning: a link to {real}, which this run reads in its folder"
+        in result.stderr
     )
     assert "1 document: 1 unique, 0 duplicates in 0 groups, 0 empty, 1 skipped, 0 errors" in result.stderr
 

@@ -1838,9 +1838,7 @@ def test_a_file_named_and_in_a_folder_given_is_read_once_where_it_comes_first(tm
             said = f"{folder / path}: warning: already read (given twice, or through a link); skipped"
             assert said in result.stderr
         if paths[0] == folder:  # the link in it is passed over for the file's own name there
-            said = (
-                f"{folder / 'link.txt'}: warning: a link to {named}, which is read under that name; skipped"
-            )
+            said = f"{folder / 'link.txt'}: warning: a link to {named}, which this run reads in its folder"
             assert said in result.stderr
 
 
