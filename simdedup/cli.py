@@ -245,6 +245,8 @@ def _stopped_by_io_error(e: OSError) -> CliError:
         sys.stdout.flush()
     except (OSError, ValueError):
         _to_devnull(sys.stdout)
+    if isinstance(e, OutputFailed):
+        return CliError(f"stopped: {e}")
     where = f": {printable(str(e.filename))}" if e.filename else ""
     return CliError(f"stopped by an I/O error{where}: {e.strerror or e}")
 
@@ -1261,9 +1263,10 @@ class Outputs(contextlib.ExitStack):
                 keep_owner_and_mode(written, target, replacing_mode(target))
                 self.push(functools.partial(_put_in_place, written, target))  # after it is closed
                 self._temporary.append(written)
-                raw = self.enter_context(os.fdopen(fd, "wb"))
+                file = os.fdopen(fd, "wb", buffering=0)
             else:
-                raw = self.enter_context(open(path, "wb"))  # noqa: SIM115
+                file = open(path, "wb", buffering=0)  # noqa: SIM115 (closed by the stack)
+            raw = self.enter_context(io.BufferedWriter(_NamedFile(file, path, what)))
             codec = codec_for(path)
             stream = codec.open(raw, "wb") if codec else raw
         except (OSError, ImportError) as e:
@@ -1306,6 +1309,51 @@ class Outputs(contextlib.ExitStack):
             return False
         temporary = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.XXXXXXXX.tmp")
         return not any(os.path.isdir(s) and walk_reads(s, temporary, self.options) for s in self.sources)
+
+
+class OutputFailed(OSError):
+    """A write to an output file that failed, with the output named: a full disk, or a
+    pipe whose reader quit. Not a BrokenPipeError, which ends a run quietly (exit 141)
+    only where stdout's reader quit: a trial's `--duplicates >(head -c 10)` ended the
+    run with no message and exit 141, its other outputs cut short."""
+
+    def __init__(self, what: str, path: str, error: OSError) -> None:
+        super().__init__(error.errno, error.strerror)
+        self.what, self.path = what, path
+
+    def __str__(self) -> str:
+        why = "its reader quit (broken pipe)" if self.errno == errno.EPIPE else self.strerror
+        return f"{self.what} {printable(self.path)}: cannot write more: {why}"
+
+
+class _NamedFile(io.RawIOBase):
+    """An output file's writes, whose errors name the output (OutputFailed). Under a
+    BufferedWriter, as open() gives one, so it is called a buffer at a time."""
+
+    def __init__(self, file: io.FileIO, path: str, what: str) -> None:
+        super().__init__()
+        self.file, self.path, self.what = file, path, what
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int | None:
+        try:
+            return self.file.write(b)
+        except OSError as e:
+            raise OutputFailed(self.what, self.path, e) from e
+
+    def fileno(self) -> int:
+        return self.file.fileno()
+
+    def isatty(self) -> bool:
+        return self.file.isatty()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.file.close()
 
 
 def _temporary_beside(target: str) -> tuple[int, str]:

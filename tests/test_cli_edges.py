@@ -124,6 +124,48 @@ def test_an_output_on_a_full_disk_is_one_error_and_exit_2(
     assert index.exists() == saved  # a run that failed before the end saves nothing
 
 
+@linux_only
+@pytest.mark.parametrize("command", ["scan", "filter"])
+@pytest.mark.parametrize("option", ["--duplicates", "--report"])
+def test_an_output_whose_reader_quit_is_named_in_an_error_not_a_quiet_141(
+    tmp_path: Path, command: str, option: str
+) -> None:
+    # A trial: `--duplicates >(head -c 10)` ended the run with exit 141 and no word, the
+    # listing, the summary and the other outputs cut short. Exit 141 is for stdout's reader.
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"{LINE} {i % 500}\n" for i in range(20_000)))
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has quit before the first write
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "simdedup", command, str(lines), "-q", option, f"/dev/fd/{write_end}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(write_end,),
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"Error: stopped: {option} /dev/fd/{write_end}: cannot write more: its reader quit (broken pipe)\n"
+    )
+
+
+@linux_only
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_under_one_of_several_outputs_is_named(tmp_path: Path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"{LINE} {i % 500}\n" for i in range(20_000)))
+    args = ["--report", str(tmp_path / "r.jsonl"), "--duplicates", "/dev/full", "-q"]
+    done = simdedup("filter", str(lines), *args, stdout=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert (
+        done.stderr.decode()
+        == "Error: stopped: --duplicates /dev/full: cannot write more: No space left on device\n"
+    )
+
+
 #: An address-space limit that start-up and a small file fit in (~300 MB on the machine
 #: that chose it) and a 40 MB line does not (~600 MB: it is held whole, and split).
 _MEMORY_LIMIT = 450 << 20
