@@ -295,14 +295,24 @@ static PyObject *build_table(PyObject *self, PyObject *args) {
 
 /* ---------------------------------------------------------------- comparisons */
 
+/* The words of a table's rule (index.Layout.first_table_rules). */
+#define RULE_WORDS 6
+
 /* Whether two fingerprints whose XOR is x are within k and a table whose rule
  * (index.Layout.first_table_rules) is `rule` is the first keyed on blocks they agree on: x
- * is zero on the table's key, and on none of the blocks of `earlier`. For those, y is x with
- * every other bit set, and (y - low) & ~y & high, the classic test for a zero byte made for
- * these blocks, is non-zero exactly when one is zero. */
+ * is zero on the table's key (rule[0]), on none of the blocks of `earlier` (rule[1], their
+ * lowest bits rule[2], their highest rule[3]), and on at most one of the blocks of an
+ * earlier group of tables (their bits but the highest rule[4], their highest rule[5]). For
+ * `earlier`, y is x with every other bit set, and (y - low) & ~y & high, the classic test
+ * for a zero byte made for these blocks, is non-zero exactly when one is zero. For the
+ * group, (x & lower) + lower carries into a block's highest bit exactly when x has a bit
+ * below it there, and never beyond, so z holds the highest bit of each block where x is
+ * zero, exactly; z & (z - 1) is zero when it holds one at most. */
 HOT uint64_t near_here(uint64_t x, int64_t k, const uint64_t *rule) {
     uint64_t y = x | ~rule[1];
-    return (popcount(x) <= k) & ((x & rule[0]) == 0) & (((y - rule[2]) & ~y & rule[3]) == 0);
+    uint64_t z = ~(((x & rule[4]) + rule[4]) | x) & rule[5];
+    return (popcount(x) <= k) & ((x & rule[0]) == 0) & (((y - rule[2]) & ~y & rule[3]) == 0) &
+           ((z & (z - 1)) == 0);
 }
 
 /* Bit e set where words[e] ^ value passes near_here, for e < 64. */
@@ -323,6 +333,8 @@ WIDE static inline uint64_t hits_wide(const uint64_t *words, Py_ssize_t n, uint6
     __m512i v = _mm512_set1_epi64((long long)value), most = _mm512_set1_epi64(k);
     __m512i key = _mm512_set1_epi64((long long)rule[0]), others = _mm512_set1_epi64((long long)~rule[1]);
     __m512i low = _mm512_set1_epi64((long long)rule[2]), high = _mm512_set1_epi64((long long)rule[3]);
+    __m512i lower = _mm512_set1_epi64((long long)rule[4]), tops = _mm512_set1_epi64((long long)rule[5]);
+    __m512i one = _mm512_set1_epi64(1);
     uint64_t hits = 0;
     for (Py_ssize_t e = 0; e < n; e += 8) {
         __mmask8 in = n - e >= 8 ? 0xFF : (__mmask8)((1u << (n - e)) - 1);
@@ -331,6 +343,9 @@ WIDE static inline uint64_t hits_wide(const uint64_t *words, Py_ssize_t n, uint6
         m &= _mm512_testn_epi64_mask(x, key);
         __m512i y = _mm512_or_si512(x, others);
         m &= _mm512_testn_epi64_mask(_mm512_andnot_si512(y, _mm512_sub_epi64(y, low)), high);
+        __m512i carried = _mm512_or_si512(_mm512_add_epi64(_mm512_and_si512(x, lower), lower), x);
+        __m512i z = _mm512_andnot_si512(carried, tops);
+        m &= _mm512_testn_epi64_mask(z, _mm512_sub_epi64(z, one));
         hits |= (uint64_t)m << e;
     }
     return hits;
@@ -373,7 +388,7 @@ static PyObject *near_here_of(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "KLO", &x, &k, &r))
         return NULL;
     Views v = {.n = 0};
-    const uint64_t *rule = buffer_of(&v, r, 4, 8, 0, "rule");
+    const uint64_t *rule = buffer_of(&v, r, RULE_WORDS, 8, 0, "rule");
     PyObject *out = rule ? PyBool_FromLong((long)near_here(x, k, rule)) : NULL;
     views_release(&v);
     return out;
@@ -463,7 +478,7 @@ HOT int search_body(const Search *s, Triples *out, int wide) {
             for (Py_ssize_t qi = i; qi < ends[i]; qi++) {
                 int64_t q = by_bucket[qi];
                 uint64_t value = s->queries[q];
-                Py_ssize_t hits = within(bucket, value, width, s->k, near, s->rules + 4 * t, wide);
+                Py_ssize_t hits = within(bucket, value, width, s->k, near, s->rules + RULE_WORDS * t, wide);
                 for (Py_ssize_t h = 0; h < hits; h++) {
                     int64_t r = near[h];
                     if (append(out, q, (int64_t)order[los[i] + r] + s->start, popcount(bucket[r] ^ value)))
@@ -501,7 +516,7 @@ static PyObject *search_run(PyObject *self, PyObject *args) {
     s.by_hash = s.hashes ? buffer_of(&v, by_hash, s.tables * s.m, 8, 0, "by_hash") : NULL;
     s.words = s.by_hash ? buffer_of(&v, words, n_words, 8, 0, "words") : NULL;
     s.queries = s.words ? buffer_of(&v, queries, s.m, 8, 0, "queries") : NULL;
-    s.rules = s.queries ? buffer_of(&v, rules, 4 * s.tables, 8, 0, "rules") : NULL;
+    s.rules = s.queries ? buffer_of(&v, rules, RULE_WORDS * s.tables, 8, 0, "rules") : NULL;
     s.hot_ids = s.rules ? buffer_of(&v, hot_ids, n_hot, 8, 0, "hot ids") : NULL;
     s.hot_tables = s.hot_ids ? buffer_of(&v, hot_tables, 0, 8, 0, "hot tables") : NULL;
     s.hot_at = s.hot_tables ? buffer_of(&v, hot_at, n_hot, 8, 0, "hot at") : NULL;
@@ -622,7 +637,7 @@ static PyObject *table_pairs(PyObject *self, PyObject *args) {
     const uint32_t *ord = buffer_of(&v, order, n_order, 4, 0, "order");
     const uint32_t *off = ord ? buffer_of(&v, offsets, n_offsets, 4, 0, "offsets") : NULL;
     const uint64_t *w = off ? buffer_of(&v, words, n_words, 8, 0, "words") : NULL;
-    const uint64_t *r = w ? buffer_of(&v, rule, 4, 8, 0, "rule") : NULL;
+    const uint64_t *r = w ? buffer_of(&v, rule, RULE_WORDS, 8, 0, "rule") : NULL;
     Triples out;
     if (!r || triples_new(&out, 64)) {
         views_release(&v);
@@ -635,7 +650,7 @@ static PyObject *table_pairs(PyObject *self, PyObject *args) {
     return triples_done(&out, status);
 }
 
-static const uint64_t EVERY_PAIR[4] = {0, 0, 0, 0}; /* a rule every pair within k meets */
+static const uint64_t EVERY_PAIR[RULE_WORDS] = {0}; /* a rule every pair within k meets */
 
 HOT int every_pair_body(const uint64_t *queries, Py_ssize_t m, const uint64_t *words, Py_ssize_t n, int64_t k,
                         int after, Triples *out, int wide) {

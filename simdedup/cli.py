@@ -119,7 +119,6 @@ from .settings import (
     TOKENIZERS,
     WEIGHTS,
     Settings,
-    index_layout,
 )
 from .sketch import SKETCH, SKETCH_SPEC, fingerprints_and_sketches, similarity
 from .status import ExitStatus, IndexFileError, IndexLockedError, SettingsError, SimdedupError
@@ -2683,8 +2682,9 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     near = candidate and (verify is None or (jaccard >= verify and not few))
     # The index's blocks: two documents are candidates when they agree on a whole key.
     # From k = 7 none: every query is compared with every stored row (--json said 8).
-    brute_force = Layout.for_(settings.bits, settings.distance).brute_force
-    index_blocks, per_key = ([], 0) if brute_force else index_layout(settings.bits, settings.distance)
+    layout = Layout.for_(settings.bits, settings.distance)
+    brute_force = layout.brute_force
+    index_blocks, per_key = ([], 0) if brute_force else (layout.blocks, len(layout.keys[0]))
     agree = [i + 1 for i, (start, w) in enumerate(index_blocks) if ((fa ^ fb) >> start) & ((1 << w) - 1) == 0]
 
     def only(mine: dict[str, float], theirs: dict[str, float]) -> list[tuple[str, float]]:
@@ -2770,8 +2770,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             + (
                 f"none used: at k = {settings.distance} every kept document is compared"
                 if brute_force
-                else f"{blocks} (of the index's {len(index_blocks)}; its tables key on "
-                + ("pairs of them)" if per_key == 2 else "one each)")
+                else f"{blocks} (of the index's {len(index_blocks)}; its tables key on {layout.keyed_on})"
             ),
             f"only in a   {feats(only_a)}",
             f"only in b   {feats(only_b)}",

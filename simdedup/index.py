@@ -12,7 +12,6 @@ import numbers
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -158,24 +157,42 @@ class Layout:
 
     @classmethod
     def for_(cls, bits: int, distance: int) -> Layout:
-        blocks, per_key = index_layout(bits, distance)
-        return cls(bits, distance, blocks, tuple(combinations(range(len(blocks)), per_key)))
+        blocks, keys = index_layout(bits, distance)
+        return cls(bits, distance, blocks, keys)
 
     @functools.cached_property
     def first_tables(self) -> np.ndarray:
         """For each set of agreeing blocks (a bit mask), the first table whose key blocks
-        all agree, or -1: a pair is reported by that table only, so once per run.
+        all agree, or -1: a pair is reported by that table only, so once per run."""
+        masks = np.arange(1 << len(self.blocks), dtype=np.int64)
+        first = np.full(len(masks), -1, dtype=np.int64)
+        for t in reversed(range(len(self.keys))):  # the earliest table written last
+            key = sum(1 << b for b in self.keys[t])
+            first[(masks & key) == key] = t
+        return first
 
-        Tables are the combinations of blocks in lexicographic order, so the first one
-        that agrees is keyed on the lowest agreeing block (and, for pairs, the next)."""
-        n = len(self.blocks)
-        masks = np.arange(1 << n, dtype=np.int64)
-        a = _lowest_bit(masks)
+    @functools.cached_property
+    def groups(self) -> tuple[tuple[int, ...], ...]:
+        """The blocks in groups, in the tables' order: the tables of a group key on its
+        blocks only, those of a later group come after (settings.index_layout). One group of
+        every block where each block, or each pair of blocks, has a table."""
+        if len(self.keys[0]) == 1 or len(self.keys) == len(self.blocks) * (len(self.blocks) - 1) // 2:
+            return (tuple(range(len(self.blocks))),)
+        groups: list[list[int]] = []
+        for key in self.keys:
+            if not groups or key[0] not in groups[-1]:
+                groups.append([key[0]])
+            groups[-1].extend(b for b in key if b not in groups[-1])
+        return tuple(tuple(group) for group in groups)
+
+    @property
+    def keyed_on(self) -> str:
+        """What the tables key on, in words."""
         if len(self.keys[0]) == 1:
-            return a
-        b = _lowest_bit(masks & (masks - 1))
-        first = a * (2 * n - a - 1) // 2 + (b - a - 1)  # index of (a, b) among combinations
-        return np.where(b < 0, -1, first)
+            return "one each"
+        if len(self.groups) == 1:
+            return "pairs of them"
+        return "pairs of them inside groups " + " and ".join(f"{g[0] + 1}-{g[-1] + 1}" for g in self.groups)
 
     @functools.cached_property
     def compiled_keys(self) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -193,24 +210,34 @@ class Layout:
 
     @functools.cached_property
     def first_table_rules(self) -> np.ndarray:
-        """first_tables as four 64-bit masks a table (uint64, shape (tables, 4)), for
+        """first_tables as six 64-bit masks a table (uint64, shape (tables, 6)), for
         compiled loops that test it 64 candidates at a time (_indexcore.c's near_here):
         table t is the first whose key two 64-bit fingerprints with XOR x agree on when
-        x is zero on its key's blocks (`key`) and non-zero on each block below its last
-        that is not in its key (`earlier`; `low`, `high`: their lowest and highest
-        bits, for the test of all of them at once)."""
+        x is zero on its key's blocks (`key`), non-zero on each block of its group below
+        its last that is not in its key (`earlier`; `low`, `high`: their lowest and
+        highest bits, for the test of all of them at once), and zero on at most one
+        block of the group before its own, whose tables come first (`lower`, `tops`:
+        those blocks' bits but the highest, and their highest; none in the first group).
+        Tables in more than two groups would need more words."""
+        if len(self.groups) > 2:
+            raise ValueError("first_table_rules: tables in more than two groups")
+        group_of = {b: g for g, group in enumerate(self.groups) for b in group}
         rules = []
         for key in self.keys:
-            earlier = [self.blocks[b] for b in range(key[-1]) if b not in key]
+            g = group_of[key[0]]
+            earlier = [self.blocks[b] for b in self.groups[g] if b < key[-1] and b not in key]
+            before = [self.blocks[b] for b in (self.groups[g - 1] if g else ())]
             rules.append(
                 (
                     sum(((1 << width) - 1) << start for start, width in (self.blocks[b] for b in key)),
                     sum(((1 << width) - 1) << start for start, width in earlier),
                     sum(1 << start for start, _ in earlier),
                     sum(1 << (start + width - 1) for start, width in earlier),
+                    sum(((1 << (width - 1)) - 1) << start for start, width in before),
+                    sum(1 << (start + width - 1) for start, width in before),
                 )
             )
-        return np.array(rules, np.uint64).reshape(len(self.keys), 4)
+        return np.array(rules, np.uint64).reshape(len(self.keys), 6)
 
     def agreeing_blocks(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Bit mask of the blocks on which rows of two (n, words) arrays agree."""
@@ -237,8 +264,11 @@ class Layout:
         widths = "/".join(str(w) for _, w in self.blocks)
         if self.brute_force:
             return f"every row compared (keys of {widths} bits would meet {self.key_share:.0%} of the rows)"
-        per_key = len(self.keys[0])
-        return f"{len(self.blocks)} blocks of {widths} bits, {len(self.keys)} tables keyed on {per_key}"
+        keyed = f"{len(self.blocks)} blocks of {widths} bits, {len(self.keys)} tables"
+        keyed += f" keyed on {len(self.keys[0])}"
+        if len(self.groups) > 1:
+            return keyed + " in groups of " + " and ".join(str(len(g)) for g in self.groups)
+        return keyed
 
     def block_values(self, words: np.ndarray) -> list[np.ndarray]:
         return [_block_values(words, start, width) for start, width in self.blocks]
@@ -284,15 +314,6 @@ class Layout:
         for t in tables:
             hashes[t], by_hash[t] = keys_in_order(words[:, 0], *self.compiled_keys[t], _MIX_WORDS, top)
         return hashes, by_hash
-
-
-def _lowest_bit(masks: np.ndarray) -> np.ndarray:
-    """Index of each mask's lowest set bit, -1 for 0."""
-    low = masks & -masks
-    out = np.full(len(masks), -1, dtype=np.int64)
-    nonzero = low > 0
-    out[nonzero] = np.log2(low[nonzero]).astype(np.int64)
-    return out
 
 
 def _bucket_of(hashes: np.ndarray, p: int) -> np.ndarray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Literal
 
 from .status import SettingsError
@@ -57,6 +58,9 @@ CROWDED_AFTER = 20_000
 DEFAULT_DISTANCE = 4
 #: Up to this distance the index keys its tables on pairs of blocks (see index_layout).
 PAIRED_UP_TO = 6
+#: The distances at which those pairs are the pairs inside two groups of distance + 3
+#: blocks, not every pair of distance + 2 (see index_layout).
+GROUPED = frozenset({4})
 
 
 @dataclass(frozen=True)
@@ -140,16 +144,30 @@ def block_layout(bits: int, distance: int) -> tuple[tuple[int, int], ...]:
     return tuple(layout)
 
 
-def index_layout(bits: int, distance: int) -> tuple[tuple[tuple[int, int], ...], int]:
-    """The BlockIndex's blocks and how many of them each table keys on.
+Keys = tuple[tuple[int, ...], ...]
 
-    Up to distance 6: distance + 2 blocks, keyed on pairs. Two fingerprints within
+
+def index_layout(bits: int, distance: int) -> tuple[tuple[tuple[int, int], ...], Keys]:
+    """The BlockIndex's blocks, and the blocks each table keys on, in the tables' order.
+
+    Up to distance 6: distance + 2 blocks, one table a pair. Two fingerprints within
     `distance` still agree on two whole blocks, and a pair of blocks makes a wider key
     than one block, which common words make hot less often (10 tables at distance 3,
     15 at 4, 28 at 6: 3.2 to 5.5 times faster than single blocks on
     benchmarks/layouts.py's corpus, for 3 to 4 times the memory). Beyond that: distance
     + 1 blocks, one each, to bound the memory (45 pair tables at distance 8).
+
+    At the distances GROUPED: distance + 3 blocks in two groups (the first holding the
+    smaller half), one table a pair inside a group: two fingerprints within `distance`
+    agree on three blocks or more, and two of any three are in one group (9 tables at
+    distance 4, against 15; no family of pairs does with fewer, by Turan's theorem;
+    benchmarks/key_families.py).
     """
+    if distance in GROUPED:
+        blocks = block_layout(bits, distance + 2)
+        half = len(blocks) // 2
+        groups = (range(half), range(half, len(blocks)))
+        return blocks, tuple(pair for group in groups for pair in combinations(group, 2))
     if distance <= PAIRED_UP_TO:
-        return block_layout(bits, distance + 1), 2
-    return block_layout(bits, distance), 1
+        return block_layout(bits, distance + 1), tuple(combinations(range(distance + 2), 2))
+    return block_layout(bits, distance), tuple((b,) for b in range(distance + 1))

@@ -1063,7 +1063,7 @@ def test_verbose_fingerprint_and_index_query_say_their_settings(tmp_path: Path) 
     seen = tmp_path / "seen.sdx"
     run("scan", str(lines), "-q", "--index", str(seen))
     said = run("index", "query", str(seen), str(lines), "-v").stderr
-    assert "settings: Settings(" in said and "index: 2 fingerprints; 6 blocks" in said
+    assert "settings: Settings(" in said and "index: 2 fingerprints; 7 blocks" in said
 
 
 def test_an_index_whose_lock_cannot_be_made_is_not_called_in_use(tmp_path: Path) -> None:

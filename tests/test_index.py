@@ -254,9 +254,30 @@ def test_the_compiled_first_table_rules_say_what_first_tables_says(k: int) -> No
                 assert _near_here(x, 64, rule) == (layout.first_tables[mask] == t), (mask, t)
 
 
-def test_a_stored_fingerprint_costs_under_64_bytes_at_distance_3() -> None:
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 4, 5, 6, 7, 8, 16])
+def test_every_set_of_at_most_k_differing_blocks_leaves_a_table_whose_key_agrees(k: int) -> None:
+    # The index is exact only if its tables cover every way k bits can fall: each set of
+    # agreeing blocks that k differing bits leave holds some table's key (pigeonhole, and
+    # at k = 4 the pairs inside two groups of 3 and 4 blocks: settings.index_layout).
+    layout = Layout.for_(64, k)
+    n = len(layout.blocks)
+    for mask in range(1 << n):
+        if n - bin(mask).count("1") <= k:
+            assert layout.first_tables[mask] >= 0, (k, bin(mask))
+
+
+def test_four_bits_have_nine_tables_in_two_groups() -> None:
+    layout = Layout.for_(64, 4)
+    assert layout.groups == ((0, 1, 2), (3, 4, 5, 6))
+    assert layout.keys == ((0, 1), (0, 2), (1, 2), (3, 4), (3, 5), (3, 6), (4, 5), (4, 6), (5, 6))
+    assert layout.describe() == "7 blocks of 10/9/9/9/9/9/9 bits, 9 tables keyed on 2 in groups of 3 and 4"
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_a_stored_fingerprint_costs_under_64_bytes(k: int) -> None:
+    # At k = 4 (the default) the 15 tables of every pair of 6 blocks held 82 bytes.
     fps = np.random.default_rng(5).integers(0, 2**64, size=100_000, dtype=np.uint64)
-    index = BlockIndex(64, 3)
+    index = BlockIndex(64, k)
     for lo in range(0, len(fps), 4096):
         index.add_many(fps[lo : lo + 4096])
     stats = index.stats()

@@ -654,13 +654,14 @@ def test_index_info_starts_with_the_count_then_settings_size_times_and_buckets(i
     assert re.fullmatch(r"created: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", lines[5])
     assert lines[6].startswith("updated: ")
     assert lines[7].startswith("runs: 1; last: 'monday'")
-    # the index's own layout at k = 4: 6 blocks, a table for each pair of them
+    # the index's own layout at k = 4: 7 blocks, a table for each pair inside a group
     assert lines[8].startswith(
-        "largest key buckets, per table (6 blocks of 11/11/11/11/10/10 bits, 15 tables"
+        "largest key buckets, per table (7 blocks of 10/9/9/9/9/9/9 bits, 9 tables keyed on 2"
+        " in groups of 3 and 4"
     )
-    blocks = ["0-10", "11-21", "22-32", "33-43", "44-53", "54-63"]
+    groups = [["0-9", "10-18", "19-27"], ["28-36", "37-45", "46-54", "55-63"]]
     assert [line.split(":")[0] for line in lines[9:]] == [
-        f"  bits {a} + {b}" for i, a in enumerate(blocks) for b in blocks[i + 1 :]
+        f"  bits {a} + {b}" for blocks in groups for i, a in enumerate(blocks) for b in blocks[i + 1 :]
     ]
 
 
@@ -670,8 +671,13 @@ def test_index_info_json_holds_the_same(index: Path) -> None:
     assert info["settings"]["tokenizer"] == "auto" and info["fingerprint"]["hash"] == "xxh3_64"
     assert info["size_bytes"] == index.stat().st_size
     assert [r["name"] for r in info["runs"]] == ["monday"]
-    assert [t["bits"] for t in info["tables"]][:2] == [[[0, 10], [11, 21]], [[0, 10], [22, 32]]]
-    assert len(info["tables"]) == 15
+    assert [t["bits"] for t in info["tables"]][:4] == [
+        [[0, 9], [10, 18]],
+        [[0, 9], [19, 27]],
+        [[10, 18], [19, 27]],
+        [[28, 36], [37, 45]],
+    ]
+    assert len(info["tables"]) == 9
     assert info["sketched"] == 6 and info["sketch"] == SKETCH_SPEC
     assert all(sum(x["rows"] for x in t["largest"]) <= 6 for t in info["tables"])
 
