@@ -1618,7 +1618,8 @@ def _excluded(rel: str, name: str, patterns: Sequence[str]) -> bool:
 
 
 #: What a directory's visit gives _walk: a file's path, or a folder to visit next
-#: (its path, its path relative to the top, the directories above it).
+#: (its path, its path relative to the top, the directories above it, whether it is
+#: inside one entered again, whether it is reached through a link to a folder).
 _Step = str | tuple[str, str, frozenset[tuple[int, int]], bool, bool]
 
 

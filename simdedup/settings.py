@@ -153,7 +153,7 @@ def index_layout(bits: int, distance: int) -> tuple[tuple[tuple[int, int], ...],
     Up to distance 6: distance + 2 blocks, one table a pair. Two fingerprints within
     `distance` still agree on two whole blocks, and a pair of blocks makes a wider key
     than one block, which common words make hot less often (10 tables at distance 3,
-    15 at 4, 28 at 6: 3.2 to 5.5 times faster than single blocks on
+    15 at 4 (now grouped, below), 28 at 6: 3.2 to 5.5 times faster than single blocks on
     benchmarks/layouts.py's corpus, for 3 to 4 times the memory). Beyond that: distance
     + 1 blocks, one each, to bound the memory (45 pair tables at distance 8).
 
