@@ -175,8 +175,9 @@ class Layout:
     def groups(self) -> tuple[tuple[int, ...], ...]:
         """The blocks in groups, in the tables' order: the tables of a group key on its
         blocks only, those of a later group come after (settings.index_layout). One group of
-        every block where each block, or each pair of blocks, has a table."""
-        if len(self.keys[0]) == 1 or len(self.keys) == len(self.blocks) * (len(self.blocks) - 1) // 2:
+        every block where each block has a table, and where each pair has one (the pairs in
+        order chain every block into the first group)."""
+        if len(self.keys[0]) == 1:
             return (tuple(range(len(self.blocks))),)
         groups: list[list[int]] = []
         for key in self.keys:
