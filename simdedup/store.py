@@ -815,6 +815,12 @@ def index_lock(
     shown, path = path, os.path.realpath(path)
     directory = Path(shown).parent  # as named, in messages
     if not Path(path).parent.is_dir():
+        if os.path.islink(shown):  # a dangling link: its target's folder, not the link's, is missing
+            target = os.readlink(shown)
+            missing = Path(target).parent
+            raise IndexFileError(
+                f"cannot use index {shown}: a link to {target}, whose directory {missing} does not exist"
+            )
         raise IndexFileError(f"cannot use index {shown}: no such directory {directory}")
     if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a directory: no lock beside it
         raise IndexFileError(f"cannot use index {shown}: not a regular file")

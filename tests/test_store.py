@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import struct
 import threading
 import time
@@ -605,6 +606,15 @@ def test_a_wait_is_said_in_words(small: Path) -> None:
 
 def test_a_missing_directory_is_refused_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(IndexFileError, match="no such directory"), index_lock(tmp_path / "nope" / "x.sdx"):
+        pass
+
+
+def test_a_link_into_a_missing_directory_names_the_missing_one_not_the_links(tmp_path: Path) -> None:
+    # It said "no such directory sub" of sub/dl.sdx -> ../nothere/x.sdx, where sub exists (a trial).
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "dl.sdx").symlink_to("../nothere/x.sdx")
+    said = "a link to ../nothere/x.sdx, whose directory ../nothere does not exist"
+    with pytest.raises(IndexFileError, match=re.escape(said)), index_lock(tmp_path / "sub" / "dl.sdx"):
         pass
 
 
