@@ -200,16 +200,24 @@ def _fewer_collections() -> None:
 
 
 class SimdedupGroup(click.Group):
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:  # click's own "Aborted!", exit 1, where 1 means duplicates found (a trial)
+            raise CliError("interrupted", ExitStatus.INTERRUPTED) from None
+
     def invoke(self, ctx: click.Context) -> Any:
-        if sys.stdin is None:  # closed (<&-): an input of nothing, for a run that asks for '-'
-            sys.stdin = open(os.devnull)  # noqa: SIM115 (for the process's life)
-        if sys.stdout is None:  # closed (>&-): results have nowhere to go
-            raise CliError("stdout is closed: send it to a file, or to /dev/null to drop the results")
-        _keep_freed_memory()
-        _fewer_collections()
         try:
             with _signals_as_ctrl_c():
                 try:
+                    if sys.stdin is None:  # closed (<&-): an input of nothing, for a run that asks for '-'
+                        sys.stdin = open(os.devnull)  # noqa: SIM115 (for the process's life)
+                    if sys.stdout is None:  # closed (>&-): results have nowhere to go
+                        raise CliError(
+                            "stdout is closed: send it to a file, or to /dev/null to drop the results"
+                        )
+                    _keep_freed_memory()
+                    _fewer_collections()
                     return super().invoke(ctx)
                 except KeyboardInterrupt:  # where no command handles it: starting, loading an index
                     raise CliError("interrupted", _interrupted()) from None
@@ -221,10 +229,12 @@ class SimdedupGroup(click.Group):
         except OSError as e:  # an output that takes no more (a full disk), an I/O error
             raise _stopped_by_io_error(e) from e
         except MemoryError:  # a trial's 150 MB line under `ulimit -v`: a traceback and exit 1
+            # (the message blamed such a line alone, also where the index had grown: a trial)
             raise CliError(
-                "out of memory: the system gives this run no more (a line is held whole while it is"
-                " read, however long; --max-doc-size caps only what is fingerprinted). What was"
-                " written stays; an --index is left as it was"
+                "out of memory: the system gives this run no more. It holds the documents kept (in"
+                " the index, and an --index loaded) and each line whole while it is read, however"
+                " long (--max-doc-size caps only what is fingerprinted). What was written stays; an"
+                " --index is left as it was"
             ) from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
@@ -1895,17 +1905,19 @@ def _run(
                 # Ctrl-C while writing: the batches already read are still decided, so
                 # they are written too, and the outputs (and an --index saved after) hold
                 # the same documents: the one handed out but not yet written first.
-                first = handler.signals
                 with contextlib.suppress(KeyboardInterrupt, StopIteration):
                     if started < out.count and out.last is not None:
                         record(out.last)
                     record(decided.throw(KeyboardInterrupt()))
                     for decision in decided:
                         record(decision)
-                if handler.signals > first:
-                    # A second one cut that short: the deduplicator holds decisions no
-                    # output got, so nothing is saved from it (a trial found --index
-                    # holding documents that the outputs never had).
+                if handler.signals > 1:
+                    # A second one may have cut that short, here or in _decisions, which
+                    # hands on the batches read when the first comes while it waits: the
+                    # deduplicator may hold decisions no output got, so nothing is saved
+                    # from it (two trials found --index holding documents that the
+                    # outputs never had; counted from here, a second signal in there
+                    # passed for the first).
                     raise CliError(_STOPPED_AT_ONCE, _interrupted()) from None
     finally:
         # Closed here, in this thread, also when a write failed: left to the cycle

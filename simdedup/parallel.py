@@ -551,7 +551,15 @@ def _whole_message() -> Iterator[None]:
     finally:
         _set_handler(signal.SIGINT, previous)
         if caught and callable(previous):
-            previous(caught[0], None)
+            # each one handed on, so that the CLI counts a second one (cli._Writing)
+            first: KeyboardInterrupt | None = None
+            for signum in caught:
+                try:
+                    previous(signum, None)
+                except KeyboardInterrupt as e:
+                    first = first or e
+            if first is not None:
+                raise first
         elif any(signum != signal.SIGINT for signum in caught):  # the CLI's SIGTERM or SIGHUP
             raise KeyboardInterrupt  # passed on where SIGINT is ignored
 

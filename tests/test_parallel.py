@@ -729,3 +729,25 @@ def test_default_jobs_time_the_first_chunks_but_for_fingerprint(
         for command in commands:
             assert run(*command, "--jobs", "0") == one[command[0]]
         assert started == pools  # fingerprint's, and with slow text scan's and filter's
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX signals")
+def test_every_ctrl_c_during_a_workers_message_is_handed_on_once_it_is_whole() -> None:
+    # Only the first was handed on: two Ctrl-Cs during one message counted as one, and
+    # the CLI took the run for interrupted once and saved an --index (cli._Writing).
+    seen: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), parallel._whole_message():
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # both handled by now, and held
+            assert seen == []
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen == [signal.SIGINT, signal.SIGINT]
