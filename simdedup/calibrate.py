@@ -60,6 +60,12 @@ class Score:
         p, r = self.precision, self.recall
         return 2 * p * r / (p + r) if p + r else 0.0
 
+    @property
+    def shown_f1(self) -> float | None:
+        """F1 as shown: undefined where no pair is a duplicate and none was predicted
+        one (0 / 0 both ways), where it showed 1.000."""
+        return self.f1 if self.tp + self.fp + self.fn else None
+
 
 def presets(base: Settings, verify: float | None) -> dict[str, tuple[Settings, float | None]]:
     """The settings compared by default: `base` and `verify` (the command line's), the

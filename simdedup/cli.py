@@ -2872,7 +2872,7 @@ def calibrate_command(
     if as_json:
         for s in scores:
             record = {"preset": s.preset, "distance": s.distance, "tp": s.tp, "fp": s.fp, "fn": s.fn}
-            shown = {"precision": s.shown_precision, "recall": s.shown_recall, "f1": s.f1}
+            shown = {"precision": s.shown_precision, "recall": s.shown_recall, "f1": s.shown_f1}
             record.update({k: None if v is None else round(v, 6) for k, v in shown.items()})
             _echo(json.dumps({**record, "best": top[s.preset] == s}))
     else:
@@ -2884,7 +2884,7 @@ def calibrate_command(
             mark = "*" if top[s.preset] == s else " "
             _echo(
                 f"{s.preset:<{width}} {s.distance:2d}{mark}   {_score(s.shown_precision)}   "
-                f"{_score(s.shown_recall)}  {s.f1:.3f}"
+                f"{_score(s.shown_recall)}  {_score(s.shown_f1)}"
                 f"  {s.tp:5d}  {s.fp:5d}  {s.fn:5d}"
             )
     # A best k that scan serves only by comparing every pair is said so: with verification

@@ -158,6 +158,20 @@ def test_cli_shows_precision_of_nothing_predicted_as_undefined(tmp_path: Path) -
     assert (first["precision"], first["recall"], first["f1"]) == (None, 0.0, 0.0)
 
 
+def test_cli_shows_f1_of_no_duplicate_labelled_or_predicted_as_undefined(tmp_path: Path) -> None:
+    # Every pair labelled apart and none predicted: F1 is 0 / 0, and it showed 1.000.
+    path = tmp_path / "pairs.jsonl"
+    pairs = [("red green blue", "cats and dogs"), ("one two three four", "five six seven")]
+    path.write_text("".join(json.dumps({"a": a, "b": b, "duplicate": False}) + "\n" for a, b in pairs))
+    result = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "0"])
+    assert result.exit_code == 0
+    [row] = [line.split() for line in result.stdout.splitlines() if line.startswith("settings ")]
+    assert row == ["settings", "0*", "-", "-", "-", "0", "0", "0"]
+    records = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "0", "--json"]).stdout
+    first = json.loads(records.splitlines()[0])
+    assert (first["precision"], first["recall"], first["f1"]) == (None, None, None)
+
+
 def test_cli_reads_pairs_as_scan_reads_jsonl(tmp_path: Path) -> None:
     # A trial: a .gz file was read as lines of binary (48 "not JSON" errors, then no
     # pairs), and a byte-order mark cost the first pair.
