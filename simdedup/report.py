@@ -54,8 +54,9 @@ def _printable(value: Any) -> Any:
 
 
 #: TSV's escapes, and what needs one: most fields (numbers, hex, ids) have none.
-_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-_TSV_SPECIAL = re.compile(r"[\\\t\n\r]")
+#: NUL too: written raw, it made the whole listing binary to grep ("binary file matches").
+_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"})
+_TSV_SPECIAL = re.compile(r"[\\\t\n\r\0]")
 
 
 def tsv_field(value: object) -> str:
@@ -102,7 +103,8 @@ def numbered_fingerprint_lines(name: str, first: int, fps: np.ndarray, found: np
 class RecordWriter:
     """Rows of named fields as JSONL, CSV (with a header) or TSV (with a header).
 
-    TSV escapes backslash, tab and newline inside fields as \\\\, \\t and \\n.
+    TSV escapes backslash, tab, newline, CR and NUL inside fields as \\\\, \\t, \\n, \\r
+    and \\0.
     """
 
     def __init__(self, stream: IO[bytes], fmt: str, columns: tuple[str, ...]) -> None:

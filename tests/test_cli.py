@@ -106,13 +106,15 @@ def test_scan_lists_groups_as_tsv_on_stdout_and_the_summary_on_stderr(lines: Pat
 
 def test_tsv_escapes_tabs_newlines_and_backslashes_in_ids(tmp_path: Path) -> None:
     # JSONL ids may hold anything; a TSV row must stay one line of five fields.
-    ids = ["a\tb", "c\nd", "e\\f", "g\rh", "plain", "\\t"]
+    # And no NUL: grep took a listing with one for a binary file.
+    ids = ["a\tb", "c\nd", "e\\f", "g\rh", "plain", "\\t", "i\0j"]
     f = tmp_path / "records.jsonl"
     f.write_text("".join(json.dumps({"id": i, "text": EN}) + "\n" for i in ids))
-    rows = run("scan", str(f), "--jsonl", "--format", "tsv").stdout.split("\n")
-    assert rows[-1] == "" and all(len(r.split("\t")) == 5 for r in rows[:-1])
-    escapes = {"\\\\": "\\", "\\t": "\t", "\\n": "\n", "\\r": "\r"}
-    unescaped = [re.sub(r"\\[\\tnr]", lambda m: escapes[m.group()], r.split("\t")[2]) for r in rows[1:-1]]
+    out = run("scan", str(f), "--jsonl", "--format", "tsv").stdout
+    rows = out.split("\n")
+    assert rows[-1] == "" and all(len(r.split("\t")) == 5 for r in rows[:-1]) and "\0" not in out
+    escapes = {"\\\\": "\\", "\\t": "\t", "\\n": "\n", "\\r": "\r", "\\0": "\0"}
+    unescaped = [re.sub(r"\\[\\tnr0]", lambda m: escapes[m.group()], r.split("\t")[2]) for r in rows[1:-1]]
     assert unescaped == ids
     assert rows[1].split("\t")[2] == "a\\tb" and rows[6].split("\t")[2] == "\\\\t"
 
