@@ -1824,6 +1824,16 @@ def _decisions(
                 yield from handed(keep=0 if idle is not None and idle() else 1)
             yield from handed()
         except KeyboardInterrupt:
+            # What `made` took but had not handed on yet (parallel.chunk_batches: documents
+            # whose problems it reported) is decided too; one that holds none, or has
+            # ended, raises the interrupt back.
+            throw = getattr(made, "throw", None)  # a generator's
+            with contextlib.suppress(KeyboardInterrupt, StopIteration):
+                if throw is not None:
+                    batch, *results = throw(KeyboardInterrupt())
+                    _WRITING.now = True
+                    deciding.append(decider.submit(dd.decide_many, batch, *results))
+                    _WRITING.done()
             yield from handed()
             raise
 

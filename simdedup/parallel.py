@@ -354,27 +354,41 @@ def chunk_batches(
     fingerprints, ...) of `size` documents, as dedup.batches cuts them, or fewer where
     idle() says the input waits on its writer or it ends; each problem passed to
     on_problem before the batch it is in. Small chunks share out among the workers;
-    batches of `size` are what deciding is fastest with. Closing this closes `answers`."""
+    batches of `size` are what deciding is fastest with. Closing this closes `answers`.
+
+    On KeyboardInterrupt, raised in here (ordered_map's, once the answers out are back)
+    or thrown in at a yield (cli._decisions), the documents taken but not yet handed on
+    are handed on first, as a last batch, so that every document whose problems were
+    reported is decided too (a trial: a summary of 12,288 documents said 14,878
+    errors, one a line, after Ctrl-C), and the interrupt is raised at the next call."""
     idle = idle or _never
     docs: list[Document] = []
     results: list[Result] = []
     it = iter(answers)
     with contextlib.closing(it) if hasattr(it, "close") else contextlib.nullcontext():
-        for problems, chunk_docs, result in it:
-            for problem in problems:
-                on_problem(problem)
-            if result is not None:
-                docs.extend(chunk_docs)
-                results.append(result)
-            if len(docs) >= size:
-                joined = _joined(results)
-                while len(docs) >= size:
-                    yield _as_tuple(docs[:size], _sliced(joined, 0, size))
-                    docs, joined = docs[size:], _sliced(joined, size, None)
-                results = [joined] if docs else []
-            if docs and idle():
-                yield _as_tuple(docs, _joined(results))
-                docs, results = [], []
+        try:
+            for problems, chunk_docs, result in it:
+                for problem in problems:
+                    on_problem(problem)
+                if result is not None:
+                    docs.extend(chunk_docs)
+                    results.append(result)
+                # at each yield, `docs` and `results` hold only what is not handed on yet
+                if len(docs) >= size:
+                    joined = _joined(results)
+                    while len(docs) >= size:
+                        batch, out = docs[:size], _sliced(joined, 0, size)
+                        docs, joined = docs[size:], _sliced(joined, size, None)
+                        results = [joined] if docs else []
+                        yield _as_tuple(batch, out)
+                if docs and idle():
+                    batch, docs, out, results = docs, [], _joined(results), []
+                    yield _as_tuple(batch, out)
+        except KeyboardInterrupt:
+            if docs:
+                batch, docs, out, results = docs, [], _joined(results), []
+                yield _as_tuple(batch, out)
+            raise
         if docs:
             yield _as_tuple(docs, _joined(results))
 

@@ -949,6 +949,23 @@ def test_a_signal_as_a_decision_is_handed_out_leaves_no_document_in_the_index_al
     assert len(read_index(index)) == len(written)
 
 
+def test_an_interrupted_run_decides_every_document_whose_problems_it_reported(tmp_path: Path) -> None:
+    # The documents of chunks already read, short of a batch, were reported (here: each
+    # line's bytes that are not UTF-8) but never decided: a summary of 12,288 documents
+    # said 14,878 errors (a trial), and stderr named lines no output had.
+    lines = tmp_path / "bad.txt"
+    lines.write_bytes(b"".join(text.encode() + b" \xff\n" for text in texts(6 * PIPELINE_BATCH, seed=14)))
+    summary, report = tmp_path / "summary.json", tmp_path / "report.jsonl"
+    args = ["scan", str(lines), "--summary-json", str(summary), "--report", str(report), "-j", "1", "-q"]
+    env = {**os.environ, "SIGNAL_AT": "queued"}
+    done = subprocess.run([sys.executable, "-c", SIGNALLING, *args], env=env, capture_output=True, text=True)
+    assert done.returncode == 130, done.stderr
+    said = json.loads(summary.read_text())
+    decided = len(report.read_text().splitlines())
+    assert 3 * PIPELINE_BATCH <= decided < 6 * PIPELINE_BATCH
+    assert said["documents"] == said["errors"] == said["invalid_utf8"] == decided
+
+
 #: Runs simdedup's CLI, pausing at a named point (PAUSE_AT) until killed; it says where it
 #: is by creating the file PAUSED.
 PAUSING = """
