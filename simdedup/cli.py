@@ -125,6 +125,7 @@ from .status import ExitStatus, IndexFileError, IndexLockedError, SettingsError,
 from .store import (
     IndexSession,
     check_settings,
+    foreign_file,
     index_lock,
     keep_owner_and_mode,
     key_buckets,
@@ -831,6 +832,16 @@ def _one_index(ctx: click.Context, param: click.Parameter, value: tuple[str, ...
     return _index_file(ctx, param, value[-1] if value else None)
 
 
+def _one_output(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> str | None:
+    """An output file option (multiple=True, to see a second one): given twice, click
+    took the second in the first's place, and the first file was never written, without
+    a word (a trial)."""
+    if len(set(value)) > 1:
+        given = ", ".join(map(printable, value))
+        raise click.BadParameter(f"given {len(value)} times ({given}): it names one file")
+    return value[-1] if value else None
+
+
 #: An input path: one that cannot be read is the reader's error for that input (the
 #: others are read, exit 3), not a usage error that stops the run before it starts.
 _INPUT = click.Path(readable=False)
@@ -839,7 +850,11 @@ _INPUT = click.Path(readable=False)
 def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """How inputs are read, spelled the same in every command."""
     options = [
-        click.option("--jsonl", is_flag=True, help="Read files and stdin as JSONL (automatic for *.jsonl)."),
+        click.option(
+            "--jsonl",
+            is_flag=True,
+            help="Read files and stdin as JSONL (automatic for *.jsonl and *.ndjson).",
+        ),
         click.option("--text-field", default="text", show_default=True, help="JSONL field with the text."),
         click.option(
             "--id-field",
@@ -1003,7 +1018,7 @@ def jobs_option(f: Callable[..., Any], help: str = _JOBS_HELP) -> Callable[..., 
         default=AUTO,
         show_default=True,
         callback=_jobs_within_reason,
-        help=help,
+        help=f"{help} At most {JOBS_A_CPU} a CPU.",
     )(f)
 
 
@@ -1149,11 +1164,12 @@ def _check_fields(sources: list[str], options: ReadOptions) -> None:
         )
 
 
-def _sources(paths: tuple[str, ...]) -> list[str]:
+def _sources(paths: tuple[str, ...], called: str = "PATH") -> list[str]:
+    """The inputs given, or stdin where none is: `called`, the arguments' name in --help."""
     if paths:
         return list(paths)
     if _isatty(sys.stdin):
-        raise CliError("no input: give a PATH, or pipe documents to stdin (see --help)")
+        raise CliError(f"no input: give a {called}, or pipe documents to stdin (see --help)")
     return [STDIN]
 
 
@@ -2205,18 +2221,34 @@ def main() -> None:
     help=f"Duplicate groups on stdout: a table on a terminal (up to {TABLE_ROWS:,} rows), tsv otherwise."
     " Also the records of --report - and --duplicates - (csv, tsv, jsonl; default jsonl).",
 )
-@click.option("--unique", metavar="FILE", help="Write unique documents in their input form ('-': stdout).")
+@click.option(
+    "--unique",
+    metavar="FILE",
+    multiple=True,
+    callback=_one_output,
+    help="Write unique documents in their input form ('-': stdout).",
+)
 @click.option(
     "--duplicates",
     metavar="FILE",
+    multiple=True,
+    callback=_one_output,
     help="Write one record per duplicate: JSONL, or CSV/TSV by name ('-': stdout).",
 )
 @click.option(
     "--report",
     metavar="FILE",
+    multiple=True,
+    callback=_one_output,
     help="Write one record per document, in input order: JSONL, or CSV/TSV by name ('-': stdout).",
 )
-@click.option("--summary-json", metavar="FILE", help="Write the run's counts as JSON (for cron).")
+@click.option(
+    "--summary-json",
+    metavar="FILE",
+    multiple=True,
+    callback=_one_output,
+    help="Write the run's counts as JSON, for cron ('-': stdout).",
+)
 @click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any duplicate is found.")
 @click.option("--drop-empty", is_flag=True, help="Leave empty documents out of --unique.")
 @index_options
@@ -2288,13 +2320,27 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
 @click.argument("source", required=False, type=_INPUT)
 @input_options
 @fingerprint_options
-@click.option("--duplicates", metavar="FILE", help="Also write one record per duplicate (JSONL, CSV, TSV).")
+@click.option(
+    "--duplicates",
+    metavar="FILE",
+    multiple=True,
+    callback=_one_output,
+    help="Also write one record per duplicate (JSONL, CSV, TSV).",
+)
 @click.option(
     "--report",
     metavar="FILE",
+    multiple=True,
+    callback=_one_output,
     help="Write one record per document, in input order: JSONL, or CSV/TSV by name.",
 )
-@click.option("--summary-json", metavar="FILE", help="Write the run's counts as JSON.")
+@click.option(
+    "--summary-json",
+    metavar="FILE",
+    multiple=True,
+    callback=_one_output,
+    help="Write the run's counts as JSON.",
+)
 @click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any duplicate is found.")
 @click.option("--drop-empty", is_flag=True, help="Leave empty documents out.")
 @index_options
@@ -2316,7 +2362,8 @@ def filter_(source: str | None, **kw: Any) -> None:
       zcat today.jsonl.gz | simdedup filter --jsonl --index seen.sdx > new.jsonl
       tail -f app.log | simdedup filter
     """
-    sources = _sources((source,) if source else ())
+    # `filter ''` (an unset $FILE) is a file not found, as it is to scan: it read stdin
+    sources = _sources((source,) if source is not None else (), "SOURCE")
     settings, read_options = _settings(kw), _read_options(kw, sources)
     messages = Messages(kw["quiet"], kw["verbose"])
     dd = _deduplicator(settings, kw)
@@ -3073,6 +3120,9 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
       simdedup index merge crawl.sdx shard-1.sdx shard-2.sdx
     """
     _refuse_stderr_into(_index_files(out, *inputs))
+    for path in inputs:  # before OUT's lock is made beside a new OUT
+        if foreign_file(path):
+            raise CliError(f"{path}: not a simdedup index file")
     messages = Messages(quiet)
     with index_lock(out, wait, messages.info), contextlib.ExitStack() as held:
         parts: list[tuple[str, Any]] = []
@@ -3149,7 +3199,7 @@ def index_query(path: str, sources: tuple[str, ...], fmt: str, **kw: Any) -> Non
     """
     settings, verify = _settings(kw), _verify(kw)
     messages = Messages(kw["quiet"], kw["verbose"])
-    inputs = _sources(sources)
+    inputs = _sources(sources, "SOURCE")
     _refuse_stderr_into(_index_files(path))
     _refuse_stdout_clash(inputs, ((path, "the index"),), _read_options(dict(kw), inputs))
     stored = read_index(path)

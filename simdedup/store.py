@@ -798,6 +798,20 @@ def _seconds(seconds: float) -> str:
     return f"{seconds:,.0f} s" if float(seconds).is_integer() else f"{seconds:,g} s"
 
 
+def foreign_file(path: str) -> bool:
+    """Whether `path` is a regular file that begins as no index does (one that cannot be
+    read, or is empty, and what is no regular file (a named pipe, which opening would
+    wait on), are left to the load, which says what they are)."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            start = f.read(len(MAGIC))
+    except OSError:
+        return False
+    return bool(start) and not MAGIC.startswith(start)
+
+
 @contextmanager
 def index_lock(
     path: str | os.PathLike[str], wait: float = 0.0, on_wait: Callable[[str], None] | None = None
@@ -824,6 +838,8 @@ def index_lock(
         raise IndexFileError(f"cannot use index {shown}: no such directory {directory}")
     if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a directory: no lock beside it
         raise IndexFileError(f"cannot use index {shown}: not a regular file")
+    if foreign_file(path):  # nor beside a user's file given by mistake (a trial found notes.txt.lock)
+        raise IndexFileError(f"{shown}: not a simdedup index file")
     try:  # filelock would take a lock file it cannot make for one that another run holds
         made = not os.path.lexists(lock_path(path))
         os.close(os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644))

@@ -2224,3 +2224,39 @@ def test_a_ctrl_c_while_the_command_line_is_parsed_exits_as_an_interrupt(
     assert (result.exit_code, result.stdout, result.stderr) == (130, "", "Error: interrupted\n")
     monkeypatch.setattr(click.Command, "parse_args", parse_args)
     assert run("scan", str(tmp_path / "a.txt")).exit_code == 0
+
+
+def test_filter_of_an_empty_name_is_a_missing_file_not_stdin(tmp_path: Path) -> None:
+    # `filter "$FILE"` with FILE unset read stdin and exited 0; scan '' says no such file.
+    result = run("filter", "", input=f"{LINE}\n")
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert ": error: no such file or directory" in result.stderr
+
+
+@pytest.mark.parametrize("option", ["--unique", "--duplicates", "--report", "--summary-json"])
+def test_an_output_given_twice_is_refused_where_the_first_file_went_unwritten(
+    tmp_path: Path, option: str
+) -> None:
+    lines = tmp_path / "a.txt"
+    lines.write_text(f"{LINE}\n{LINE}\n")
+    first, second = tmp_path / "one.tsv", tmp_path / "two.tsv"
+    result = run("scan", str(lines), option, str(first), option, str(second))
+    assert result.exit_code == 2
+    assert f"given 2 times ({first}, {second}): it names one file" in result.stderr
+    assert not first.exists() and not second.exists()
+    assert run("scan", str(lines), option, str(first), option, str(first)).exit_code == 0
+    assert first.exists()
+
+
+def test_a_file_that_is_no_index_gets_no_lock_file_beside_it(tmp_path: Path) -> None:
+    # scan --index notes.txt and index merge left notes.txt.lock (and new.sdx.lock) behind.
+    notes, lines = tmp_path / "notes.txt", tmp_path / "a.txt"
+    notes.write_text("my notes\n")
+    lines.write_text(f"{LINE}\n")
+    for args in (
+        ["scan", str(lines), "--index", str(notes)],
+        ["index", "merge", str(tmp_path / "new.sdx"), str(notes)],
+    ):
+        result = run(*args)
+        assert result.exit_code == 2 and f"{notes}: not a simdedup index file" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "notes.txt"]
