@@ -368,11 +368,17 @@ def chunk_batches(
     with contextlib.closing(it) if hasattr(it, "close") else contextlib.nullcontext():
         try:
             for problems, chunk_docs, result in it:
+                cut: KeyboardInterrupt | None = None  # one while they are reported: after them all
                 for problem in problems:
-                    on_problem(problem)
+                    try:
+                        on_problem(problem)
+                    except KeyboardInterrupt as e:
+                        cut = cut or e
                 if result is not None:
                     docs.extend(chunk_docs)
                     results.append(result)
+                if cut is not None:
+                    raise cut
                 # at each yield, `docs` and `results` hold only what is not handed on yet
                 if len(docs) >= size:
                     joined = _joined(results)
