@@ -2806,9 +2806,13 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
                 "; short documents are candidates by their shingles whatever the distance (in scan,"
                 f" while fewer than {PREFIX_CROWD} kept documents start with a shingle they share)"
             )
-        if few and verify is not None:
+        if few and verify is not None and jaccard >= verify:  # what kept it from verifying
+            single = bool(SKETCH.exact_rows(sketches).all())  # one shingle each (verify.too_few_bins)
             checked += (
-                f"; from fewer than {FEWEST_BINS} shingle bins between them, which verify only with"
+                "; of one shingle each, whose 32 bits kept may be another's by chance, which verify only"
+                " with equal fingerprints"
+                if single
+                else f"; from fewer than {FEWEST_BINS} shingle bins between them, which verify only with"
                 " equal fingerprints"
             )
         # "6 of the index's 6 agree" read as all six where block 6 alone did (a review)

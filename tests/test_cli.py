@@ -44,6 +44,7 @@ from simdedup.report import (
     tsv_field,
 )
 from simdedup.settings import Settings
+from simdedup.sketch import shingle_hashes as shingle_runs
 
 EN = (
     "The harbour was quiet that morning, with fishing boats tied up along the stone wall and "
@@ -851,10 +852,30 @@ def test_lines_of_a_few_words_are_compared_by_their_exact_shingles(tmp_path: Pat
     pair = ["--text", "line number 19", "--text", "line number 19086"]
     report = json.loads(run("compare", *pair, "--json").stdout)
     assert report["distance"] <= 4 and report["jaccard"] == 0.0 and report["jaccard_exact"] is True
-    assert report["too_few_bins"] is False and report["near"] is False
+    assert report["too_few_bins"] is True and report["near"] is False  # one shingle each
     shown = run("compare", *pair)
-    assert shown.exit_code == 1 and "jaccard     0.0000 of shingles, exact; at least 0.8" in shown.stdout
+    assert (
+        shown.exit_code == 1
+        and "jaccard     0.0000 of shingles, exact; at least 0.8 to verify\n" in shown.stdout
+    )
     assert run("compare", "--text", "line number 19", "--text", "Line number 19!").exit_code == 0
+
+
+def test_texts_of_one_shingle_whose_32_bits_kept_agree_by_chance_are_no_duplicates(tmp_path: Path) -> None:
+    # An exact sketch keeps a shingle's top 32 bits: among 1M numbers, 127 pairs agreed by
+    # chance, read Jaccard 1.0 "exact" and were reported duplicates, 31-36 bits apart (a
+    # trial's `seq 1 1000000`). These two are such a pair.
+    (a, _), (b, _) = shingle_runs(["52640"]), shingle_runs(["26608"])
+    assert len(a) == len(b) == 1 and int(a[0]) >> 32 == int(b[0]) >> 32 and a[0] != b[0]
+    lines = tmp_path / "numbers.txt"
+    lines.write_text("52640\n26608\n52640\n")
+    got = [
+        row.split("\t")[1:3]
+        for row in run("scan", str(lines), "-q", "--format", "tsv").stdout.splitlines()[1:]
+    ]
+    assert got == [["kept", f"{lines}:1"], ["duplicate", f"{lines}:3"]]  # the true copy only
+    shown = run("compare", "--text", "52640", "--text", "26608")
+    assert shown.exit_code == 1 and "of one shingle each, whose 32 bits kept may be another's" in shown.stdout
 
 
 def test_short_lines_and_their_copies_a_word_apart_are_found_whatever_their_fingerprints(

@@ -352,6 +352,11 @@ def held_whole(sketch: np.ndarray) -> bool:
     return sketch[:8].tobytes() == EXACT_MARK.to_bytes(8, "little")
 
 
+def one_held(sketch: np.ndarray) -> bool:
+    """Whether a default sketch is an exact one of one shingle: its count, after the mark."""
+    return held_whole(sketch) and int.from_bytes(sketch[8:12].tobytes(), "little") == 1
+
+
 def prefix_of(sketch: np.ndarray, has: bool, min_jaccard: float) -> list[int]:
     """A document's prefix values (prefixes.py), from its sketch's bytes: of an exact
     sketch's n values (ascending, after the mark and the count), the first n - ceil(t n)
@@ -434,6 +439,8 @@ def one_at_a_time(
                     and not (held_whole(sketch) and held_whole(other_sketch))  # ...unless held exactly
                     and bins_with_shingles(sketch, other_sketch) < FEWEST_BINS
                 ):
+                    continue
+                if d != 0 and one_held(sketch) and one_held(other_sketch):  # and so does one shingle each
                     continue
                 key = (0, -sim, d, row)
             elif not near:
