@@ -983,6 +983,34 @@ def test_stdin_read_in_chunks_gives_what_reading_it_by_lines_gives(data: bytes, 
     assert (docs, problems) == read(["-"], options, stdin=data)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    data=st.lists(line_parts, max_size=16).map(b"".join),
+    jsonl=st.booleans(),
+    most=st.integers(1, 3),
+    size=st.integers(1, 24),
+)
+def test_stdin_cut_into_chunks_of_few_lines_gives_what_reading_it_by_lines_gives(
+    data: bytes, jsonl: bool, most: int, size: int
+) -> None:
+    # A MiB read from stdin was one chunk, however many lines: of blank lines, a million
+    # documents and their sketches at once (1.1 GB for 2M, a trial); now CHUNK_LINES at most.
+    options = ReadOptions(jsonl=jsonl)
+    with mock.patch.object(read_module, "CHUNK_LINES", most):
+        items = list(read_chunks(["-"], options, Lines(io.BytesIO(data)), size=size))
+    chunks = [item for item in items if isinstance(item, Chunk)]
+    assert all(chunk.data.count(b"\n") <= most for chunk in chunks)
+    assert all(len(chunk.data) <= size or chunk.data.count(b"\n") <= 1 for chunk in chunks)
+    docs: list[Document] = []
+    problems: list[Problem] = []
+    for item in items:
+        if isinstance(item, Problem):
+            problems.append(item)
+        else:
+            docs.extend(read_chunk(item, options, problems.append))
+    assert (docs, problems) == read(["-"], options, stdin=data)
+
+
 def test_a_file_cut_shorter_while_it_is_read_is_warned_about(tmp_path: Path) -> None:
     # A trial: a file truncated mid-read ended in a piece of a line taken as a whole
     # document, without a word (a log rotated by truncation, a crawl rewritten).
