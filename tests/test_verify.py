@@ -25,6 +25,7 @@ from simdedup import verify as verify_module
 from simdedup.cli import main
 from simdedup.dedup import Deduplicator
 from simdedup.fingerprint import fingerprint_texts
+from simdedup.index import fingerprint_array, near_pair_arrays
 from simdedup.settings import HEAD_TOKENS
 from simdedup.sketch import EXACT_MARK, SKETCH_BYTES, OnePermutation, text_sketches
 from simdedup.sketch import shingle_hashes as shingle_runs
@@ -1016,6 +1017,40 @@ def test_a_batch_of_templated_pages_is_decided_in_halves_as_one_at_a_time(
     assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
     assert halves and halves[0] == len(batch)  # it was crowded, and split
     assert 2 < sum(status == "unique" for status, *_ in expected) < len(batch) // 2
+
+
+def test_a_batch_of_pages_of_one_boilerplate_is_decided_in_halves_as_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pages whose first 480 words are one site's and whose last 120 are their own:
+    their heads are one, their whole fingerprints far apart, so the batch was not split
+    and every pair of heads was paired (4,096 such pages: 0.94 GB, a trial; 55 MB now).
+    Equal heads alone split it, into the definition's decisions."""
+    halves: list[int] = []
+    split = dedup_module.split_batch
+
+    def counted(dd: Deduplicator, docs: list[Document], *rest: object) -> list[object]:
+        halves.append(len(docs))
+        return split(dd, docs, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(verify_module, "split_batch", counted)
+    rng = random.Random(32)
+    vocabulary = [f"w{i}" for i in range(5000)]
+    site = [rng.choice(vocabulary) for _ in range(480)]
+    texts = [" ".join(site + [rng.choice(vocabulary) for _ in range(120)]) for _ in range(300)]
+    texts += texts[:20]  # and copies of some, which are duplicates
+    batch = docs(*texts)
+    settings = Settings()
+    fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
+    heads = [head_of(d) for d in batch]
+    assert max(map(heads.count, set(heads))) > 200  # most share one head
+    assert near_pair_arrays(fingerprint_array(fps, 64), 64, 4)[0].size < 16 * len(fps)  # not the wholes
+    dd = VerifyingDeduplicator(settings)
+    expected = one_at_a_time(dd, batch, fps, text_sketches(texts), heads)
+    got = dd.decide_many(batch, fps, text_sketches(texts), heads)
+    assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+    assert halves and halves[0] == len(batch)  # its heads crowded it, and it was split
+    assert sum(status == "duplicate" for status, *_ in expected) == 20
 
 
 @pytest.mark.parametrize("layout", ["footer", "four in a row"])
