@@ -799,9 +799,9 @@ def _seconds(seconds: float) -> str:
 
 
 def foreign_file(path: str) -> bool:
-    """Whether `path` is a regular file that begins as no index does (one that cannot be
-    read, or is empty, and what is no regular file (a named pipe, which opening would
-    wait on), are left to the load, which says what they are)."""
+    """Whether `path` is a regular file that begins as no index does. An empty or
+    unreadable file, and what is not a regular file (a named pipe, which opening would
+    wait on), are left to the load, which says what each is."""
     if not os.path.isfile(path):
         return False
     try:

@@ -61,8 +61,9 @@ FEWEST_BINS = 10
 
 def too_few_bins(sketcher: Sketcher, a: np.ndarray, b: np.ndarray, ds: np.ndarray) -> np.ndarray:
     """Whether each pair (rows of the sketches a and b, the distance ds of their
-    fingerprints) is too small to verify on its estimate: fewer than FEWEST_BINS bins
-    hold a shingle of either, and the fingerprints differ.
+    fingerprints) is too small to verify on its sketches: fewer than FEWEST_BINS bins
+    hold a shingle of either, or each is an exact sketch of one shingle, and the
+    fingerprints differ.
 
     Two different shingles in one bin whose 2-bit codes agree (1 in 3,072 for two given
     shingles) look like one shared shingle. Among many documents that is bound to happen
@@ -72,13 +73,13 @@ def too_few_bins(sketcher: Sketcher, a: np.ndarray, b: np.ndarray, ds: np.ndarra
     too. Below 10 bins, one such bin can lift a pair from under 0.8 to 1.0 (one shingle
     differing on each side). Documents that small are near-duplicates at 0.8 only when
     their shingles are all but the same, which makes their fingerprints equal (the same
-    words), so equal fingerprints are asked of them instead. Two exact sketches
-    (sketch.OnePermutation) are compared exactly, so the rule leaves them alone: it
-    applies to sketches of bins, those stored by a simdedup before exact ones, and to two
-    exact sketches of one shingle each: they hold its top 32 bits, and among a million
-    texts of a word or three (numbers, codes) a hundred pairs share those by chance and
-    read 1.0 (a trial: `seq 1 1000000` gave 127 "duplicates", `52640` of `26608`). One
-    shingle alike is the same text, and the same fingerprint."""
+    words), so equal fingerprints are asked of them instead. It applies to sketches of
+    bins (those stored by a simdedup before exact ones: two exact sketches,
+    sketch.OnePermutation, are compared exactly) and to two exact sketches of one
+    shingle each: they hold its top 32 bits, and among a million texts of a word or
+    three (numbers, codes) a hundred pairs share those by chance and read 1.0 (a trial:
+    `seq 1 1000000` gave 127 "duplicates", `52640` of `26608`). One shingle alike is the
+    same text, and the same fingerprint."""
     few = np.asarray(ds) != 0
     exact = sketcher.exact_rows(a) & sketcher.exact_rows(b)
     binned, single = few & ~exact, few & exact
