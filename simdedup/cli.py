@@ -821,25 +821,29 @@ def _index_file(ctx: click.Context, param: click.Parameter, value: str | None) -
     return value
 
 
+def _once(value: tuple[str, ...], why: str) -> str | None:
+    """The one path of an option taken with multiple=True, so that a second one is seen
+    (click took it in the first's place, without a word): the same one twice is one."""
+    if len(set(value)) > 1:
+        raise click.BadParameter(f"given {len(value)} times ({', '.join(map(printable, value))}): {why}")
+    return value[-1] if value else None
+
+
 def _one_index(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> str | None:
     """The one --index of scan and filter. Given twice, only the last was checked against
-    and saved, without a word (a trial)."""
-    if len(set(value)) > 1:
-        raise click.BadParameter(
-            f"given {len(value)} times ({', '.join(map(printable, value))}): a run checks against one"
-            " index, and saves it; `simdedup index merge` makes one of several"
-        )
-    return _index_file(ctx, param, value[-1] if value else None)
+    and saved (a trial)."""
+    why = "a run checks against one index, and saves it; `simdedup index merge` makes one of several"
+    return _index_file(ctx, param, _once(value, why))
 
 
 def _one_output(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> str | None:
-    """An output file option (multiple=True, to see a second one): given twice, click
-    took the second in the first's place, and the first file was never written, without
-    a word (a trial)."""
-    if len(set(value)) > 1:
-        given = ", ".join(map(printable, value))
-        raise click.BadParameter(f"given {len(value)} times ({given}): it names one file")
-    return value[-1] if value else None
+    """An output file option. Given twice, the first file was never written (a trial)."""
+    return _once(value, "it names one file")
+
+
+def output_option(name: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """An output file option of scan and filter, taken once (_one_output)."""
+    return click.option(name, metavar="FILE", multiple=True, callback=_one_output, help=help)
 
 
 #: An input path: one that cannot be read is the reader's error for that input (the
@@ -2221,34 +2225,12 @@ def main() -> None:
     help=f"Duplicate groups on stdout: a table on a terminal (up to {TABLE_ROWS:,} rows), tsv otherwise."
     " Also the records of --report - and --duplicates - (csv, tsv, jsonl; default jsonl).",
 )
-@click.option(
-    "--unique",
-    metavar="FILE",
-    multiple=True,
-    callback=_one_output,
-    help="Write unique documents in their input form ('-': stdout).",
+@output_option("--unique", "Write unique documents in their input form ('-': stdout).")
+@output_option("--duplicates", "Write one record per duplicate: JSONL, or CSV/TSV by name ('-': stdout).")
+@output_option(
+    "--report", "Write one record per document, in input order: JSONL, or CSV/TSV by name ('-': stdout)."
 )
-@click.option(
-    "--duplicates",
-    metavar="FILE",
-    multiple=True,
-    callback=_one_output,
-    help="Write one record per duplicate: JSONL, or CSV/TSV by name ('-': stdout).",
-)
-@click.option(
-    "--report",
-    metavar="FILE",
-    multiple=True,
-    callback=_one_output,
-    help="Write one record per document, in input order: JSONL, or CSV/TSV by name ('-': stdout).",
-)
-@click.option(
-    "--summary-json",
-    metavar="FILE",
-    multiple=True,
-    callback=_one_output,
-    help="Write the run's counts as JSON, for cron ('-': stdout).",
-)
+@output_option("--summary-json", "Write the run's counts as JSON, for cron ('-': stdout).")
 @click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any duplicate is found.")
 @click.option("--drop-empty", is_flag=True, help="Leave empty documents out of --unique.")
 @index_options
@@ -2320,27 +2302,9 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
 @click.argument("source", required=False, type=_INPUT)
 @input_options
 @fingerprint_options
-@click.option(
-    "--duplicates",
-    metavar="FILE",
-    multiple=True,
-    callback=_one_output,
-    help="Also write one record per duplicate (JSONL, CSV, TSV).",
-)
-@click.option(
-    "--report",
-    metavar="FILE",
-    multiple=True,
-    callback=_one_output,
-    help="Write one record per document, in input order: JSONL, or CSV/TSV by name.",
-)
-@click.option(
-    "--summary-json",
-    metavar="FILE",
-    multiple=True,
-    callback=_one_output,
-    help="Write the run's counts as JSON.",
-)
+@output_option("--duplicates", "Also write one record per duplicate (JSONL, CSV, TSV).")
+@output_option("--report", "Write one record per document, in input order: JSONL, or CSV/TSV by name.")
+@output_option("--summary-json", "Write the run's counts as JSON.")
 @click.option("--fail-on-duplicates", is_flag=True, help="Exit 1 when any duplicate is found.")
 @click.option("--drop-empty", is_flag=True, help="Leave empty documents out.")
 @index_options

@@ -368,12 +368,7 @@ def chunk_batches(
     with contextlib.closing(it) if hasattr(it, "close") else contextlib.nullcontext():
         try:
             for problems, chunk_docs, result in it:
-                cut: KeyboardInterrupt | None = None  # one while they are reported: after them all
-                for problem in problems:
-                    try:
-                        on_problem(problem)
-                    except KeyboardInterrupt as e:
-                        cut = cut or e
+                cut = _each_then_interrupt(on_problem, problems)  # one while they are reported
                 if result is not None:
                     docs.extend(chunk_docs)
                     results.append(result)
@@ -397,6 +392,18 @@ def chunk_batches(
             raise
         if docs:
             yield _as_tuple(docs, _joined(results))
+
+
+def _each_then_interrupt(call: Callable[[Any], Any], items: Iterable[Any]) -> KeyboardInterrupt | None:
+    """call(item) for every item, a Ctrl-C raised by one held until all are done: the
+    first of them, to raise once what goes with the items is in place too."""
+    first: KeyboardInterrupt | None = None
+    for item in items:
+        try:
+            call(item)
+        except KeyboardInterrupt as e:
+            first = first or e
+    return first
 
 
 def _sliced(result: Result, start: int, stop: int | None) -> Result:
@@ -572,14 +579,8 @@ def _whole_message() -> Iterator[None]:
         _set_handler(signal.SIGINT, previous)
         if caught and callable(previous):
             # each one handed on, so that the CLI counts a second one (cli._Writing)
-            first: KeyboardInterrupt | None = None
-            for signum in caught:
-                try:
-                    previous(signum, None)
-                except KeyboardInterrupt as e:
-                    first = first or e
-            if first is not None:
-                raise first
+            if (interrupt := _each_then_interrupt(lambda signum: previous(signum, None), caught)) is not None:
+                raise interrupt
         elif any(signum != signal.SIGINT for signum in caught):  # the CLI's SIGTERM or SIGHUP
             raise KeyboardInterrupt  # passed on where SIGINT is ignored
 

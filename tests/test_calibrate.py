@@ -144,32 +144,31 @@ def test_cli_json_marks_the_best_distance(tmp_path: Path) -> None:
     assert sum(r["best"] for r in records if r["preset"] == "settings") == 1
 
 
-def test_cli_shows_precision_of_nothing_predicted_as_undefined(tmp_path: Path) -> None:
-    # With no pair within the distance, precision is 0 / 0: it showed 1.000 (a review).
+@pytest.mark.parametrize(
+    ("first_labelled", "row", "scores"),
+    [
+        # No pair within the distance: precision is 0 / 0; it showed 1.000 (a review).
+        (True, ["-", "0.000", "0.000", "0", "0", "1"], (None, 0.0, 0.0)),
+        # Every pair labelled apart and none predicted: F1 is 0 / 0 too; it showed 1.000.
+        (False, ["-", "-", "-", "0", "0", "0"], (None, None, None)),
+    ],
+)
+def test_cli_shows_scores_of_0_over_0_as_undefined(
+    tmp_path: Path, first_labelled: bool, row: list[str], scores: tuple[float | None, ...]
+) -> None:
     path = tmp_path / "pairs.jsonl"
-    pairs = [("red green blue", "cats and dogs", True), ("one two three four", "five six seven", False)]
+    pairs = [
+        ("red green blue", "cats and dogs", first_labelled),
+        ("one two three four", "five six seven", False),
+    ]
     path.write_text("".join(json.dumps({"a": a, "b": b, "duplicate": d}) + "\n" for a, b, d in pairs))
     result = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "0"])
     assert result.exit_code == 0
-    [row] = [line.split() for line in result.stdout.splitlines() if line.startswith("settings ")]
-    assert row == ["settings", "0*", "-", "0.000", "0.000", "0", "0", "1"]
+    [shown] = [line.split() for line in result.stdout.splitlines() if line.startswith("settings ")]
+    assert shown == ["settings", "0*", *row]
     records = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "0", "--json"]).stdout
     first = json.loads(records.splitlines()[0])
-    assert (first["precision"], first["recall"], first["f1"]) == (None, 0.0, 0.0)
-
-
-def test_cli_shows_f1_of_no_duplicate_labelled_or_predicted_as_undefined(tmp_path: Path) -> None:
-    # Every pair labelled apart and none predicted: F1 is 0 / 0, and it showed 1.000.
-    path = tmp_path / "pairs.jsonl"
-    pairs = [("red green blue", "cats and dogs"), ("one two three four", "five six seven")]
-    path.write_text("".join(json.dumps({"a": a, "b": b, "duplicate": False}) + "\n" for a, b in pairs))
-    result = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "0"])
-    assert result.exit_code == 0
-    [row] = [line.split() for line in result.stdout.splitlines() if line.startswith("settings ")]
-    assert row == ["settings", "0*", "-", "-", "-", "0", "0", "0"]
-    records = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "0", "--json"]).stdout
-    first = json.loads(records.splitlines()[0])
-    assert (first["precision"], first["recall"], first["f1"]) == (None, None, None)
+    assert (first["precision"], first["recall"], first["f1"]) == scores
 
 
 def test_cli_reads_pairs_as_scan_reads_jsonl(tmp_path: Path) -> None:
