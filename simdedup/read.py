@@ -1185,6 +1185,26 @@ def line_ends(data: bytes) -> np.ndarray:
     return np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
 
 
+def _as_windows_1252(error: UnicodeError) -> tuple[str, int]:
+    """The codec error handler LEGACY names: the bytes that are not UTF-8 read as
+    Windows-1252, as browsers read text labelled Latin-1 (WHATWG Encoding); its five
+    unassigned bytes as the C1 controls of the same values, as they do too."""
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    bad = error.object[error.start : error.end]
+    return "".join(bytes([b]).decode("cp1252", "ignore") or chr(b) for b in bad), error.end
+
+
+#: How the bytes of a line or a file that are not UTF-8 are read. Replaced by U+FFFD,
+#: which is no word character, text in a legacy 8-bit encoding kept its ASCII alone:
+#: eight different cp1251 headlines that began with one date were one document seven
+#: times over, and filter dropped seven (a trial). Read as Windows-1252, each word of such
+#: text stays a word of its own (mojibake, but another word for another word), and
+#: Western European text in cp1252 or Latin-1 reads as it was written.
+LEGACY = "simdedup-windows-1252"
+codecs.register_error(LEGACY, _as_windows_1252)
+
+
 def _replaced(
     raw: bytes,
     error: UnicodeDecodeError,
@@ -1194,14 +1214,17 @@ def _replaced(
     final: bool = True,
     skipped: int = 0,
 ) -> str:
-    """A line that is not UTF-8 (or a file not UTF-16), reported and decoded with
-    replacement characters. Not `final`: raw was cut short, and a character cut at its
-    end goes quietly. `skipped`: the bytes before raw (a byte-order mark), counted in
-    the byte said."""
+    """A line that is not UTF-8, reported and decoded with its bytes that are not UTF-8
+    read as Windows-1252 (LEGACY); a file that is not UTF-16, with replacement
+    characters. Not `final`: raw was cut short, and a character cut at its end goes
+    quietly. `skipped`: the bytes before raw (a byte-order mark), counted in the byte
+    said."""
     name = encoding.upper()
-    message = f"invalid {name} at byte {skipped + error.start + 1}, decoded with replacement"
+    utf8 = encoding == "utf-8"
+    how = "its bytes that are not UTF-8 read as Windows-1252" if utf8 else "decoded with replacement"
+    message = f"invalid {name} at byte {skipped + error.start + 1}, {how}"
     on_problem(Problem(where, "invalid-utf8", message))
-    return codecs.getincrementaldecoder(encoding)("replace").decode(raw, final)
+    return codecs.getincrementaldecoder(encoding)(LEGACY if utf8 else "replace").decode(raw, final)
 
 
 def _decoded(
@@ -1513,9 +1536,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _unpaired(text: str, where: str, on_problem: OnProblem, field: str) -> str:
-    """A JSON string with an unpaired surrogate escape ("\\udcff") made valid text the
-    way invalid UTF-8 is: replaced by U+FFFD, and reported, naming the `field` it is in
-    (the id's and the text's were said alike). No UTF-8 can encode it."""
+    """A JSON string with an unpaired surrogate escape ("\\udcff") made valid text:
+    replaced by U+FFFD (it is no byte, to be read as invalid UTF-8 is), and reported,
+    naming the `field` it is in (the id's and the text's were said alike). No UTF-8 can
+    encode it."""
     if text.isascii():
         return text
     found = _SURROGATE.search(text)

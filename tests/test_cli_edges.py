@@ -1552,19 +1552,49 @@ def test_compare_reads_as_scan_reads_and_says_what_it_leaves_out(tmp_path: Path)
     assert run("fingerprint", str(named), "--id-field", "").stdout.split("\t")[1] == "by the empty name\n"
 
 
+def test_text_in_a_legacy_8_bit_encoding_keeps_its_words(tmp_path: Path) -> None:
+    # A trial: read with replacement characters, cp1251 headlines kept their date alone,
+    # and filter wrote one of eight different ones, the others "duplicates" of it.
+    headlines = [
+        "12.05.2023 Правительство утвердило бюджет на следующий год",
+        "12.05.2023 Сборная России выиграла товарищеский матч",
+        "12.05.2023 В Москве открылась выставка современного искусства",
+        "12.05.2023 Синоптики обещают тёплую погоду в выходные",
+    ]
+    legacy = tmp_path / "news.txt"
+    legacy.write_bytes("".join(f"{h}\n" for h in headlines * 2).encode("cp1251"))
+    result = run("filter", str(legacy))
+    assert result.stdout_bytes == legacy.read_bytes()[: len(legacy.read_bytes()) // 2]  # each once, as it was
+    assert result.exit_code == 3 and "its bytes that are not UTF-8 read as Windows-1252" in result.stderr
+    # Western European text in Latin-1 reads as written: a copy of the UTF-8 line.
+    french = "Le café au lait était servi très chaud dans une grande tasse à déjeuner"
+    both = tmp_path / "fr.txt"
+    both.write_bytes(f"{french}\n".encode() + f"{french}\n".encode("latin-1"))
+    assert run("scan", str(both), "--format", "tsv").stdout.splitlines()[2].split("\t")[1:4] == [
+        "duplicate",
+        f"{both}:2",
+        "0",
+    ]
+
+
 def test_compare_says_what_it_replaced_takes_whole_or_cannot_read_twice(tmp_path: Path) -> None:
     # A trial: invalid UTF-8 was replaced without a word (scan reports it), two JSONL
     # files were compared as JSON text in silence, and `compare - -` read stdin twice.
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"caf\xe9 au lait and more words\n")
     result = run("compare", str(bad), "--text", "cafe au lait and more words")
-    assert f"{bad}: error: invalid UTF-8 at byte 4, decoded with replacement" in result.stderr
+    assert (
+        f"{bad}: error: invalid UTF-8 at byte 4, its bytes that are not UTF-8 read as Windows-1252"
+        in result.stderr
+    )
     assert result.exit_code == 3  # the verdict is on stdout; the status says the input was bad
     # The same byte in --text (argv keeps it as a lone surrogate) went quietly (a review).
     given = run(
         "compare", "--text", "caf\udce9 au lait and more words", "--text", "cafe au lait and more words"
     )
-    assert given.stderr.splitlines() == ["--text 1: error: invalid UTF-8 at byte 4, decoded with replacement"]
+    assert given.stderr.splitlines() == [
+        "--text 1: error: invalid UTF-8 at byte 4, its bytes that are not UTF-8 read as Windows-1252"
+    ]
     assert given.stdout.splitlines()[0].split()[1] == result.stdout.splitlines()[0].split()[1]
     records = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     for path in records:
@@ -2109,7 +2139,8 @@ def test_a_file_name_with_a_newline_is_named_on_one_line_on_stderr(tmp_path: Pat
     result = run("scan", str(folder), "-q")
     assert (
         result.stderr
-        == f"{folder}/bad\\nname.txt: error: invalid UTF-8 at byte 1, decoded with replacement\n"
+        == f"{folder}/bad\\nname.txt: error: invalid UTF-8 at byte 1, its bytes that are not UTF-8 read as "
+        "Windows-1252\n"
     )
 
 

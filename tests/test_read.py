@@ -123,11 +123,11 @@ def test_a_record_without_the_text_field_names_the_string_fields_it_has(tmp_path
     ]
 
 
-def test_invalid_utf8_is_replaced_reported_and_kept_raw(tmp_path: Path) -> None:
+def test_invalid_utf8_is_read_as_windows_1252_reported_and_kept_raw(tmp_path: Path) -> None:
     f = tmp_path / "latin1.txt"
     f.write_bytes(b"caf\xe9 au lait\n")
     docs, problems = read([str(f)])
-    assert docs[0].text == "caf\ufffd au lait" and docs[0].raw == b"caf\xe9 au lait"
+    assert docs[0].text == "café au lait" and docs[0].raw == b"caf\xe9 au lait"
     assert [(p.where, p.kind) for p in problems] == [(f"{f}:1", "invalid-utf8")]
 
 
@@ -1071,5 +1071,7 @@ def test_the_byte_said_of_invalid_utf8_counts_a_byte_order_mark_before_it(tmp_pa
     (tmp_path / "lines.txt").write_bytes(data + b"caf\xe9\n")
     for path in (folder, tmp_path / "lines.txt"):
         _, problems = read([str(path)])
-        assert [p.message for p in problems][0] == "invalid UTF-8 at byte 11, decoded with replacement"
-    assert problems[1].message == "invalid UTF-8 at byte 4, decoded with replacement"  # line 2: none
+        assert [p.message for p in problems][
+            0
+        ] == "invalid UTF-8 at byte 11, its bytes that are not UTF-8 read as Windows-1252"
+    assert problems[1].message.startswith("invalid UTF-8 at byte 4, ")  # line 2: none
