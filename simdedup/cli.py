@@ -230,13 +230,13 @@ class SimdedupGroup(click.Group):
         except OSError as e:  # an output that takes no more (a full disk), an I/O error
             raise _stopped_by_io_error(e) from e
         except MemoryError:  # a trial's 150 MB line under `ulimit -v`: a traceback and exit 1
-            # (the message blamed such a line alone, also where the index had grown: a trial)
-            raise CliError(
-                "out of memory: the system gives this run no more. It holds the documents kept (in"
-                " the index, and an --index loaded) and each line whole while it is read, however"
-                " long (--max-doc-size caps only what is fingerprinted). What was written stays; an"
-                " --index is left as it was"
-            ) from None
+            raise _out_of_memory() from None
+        except RuntimeError as e:
+            if "can't start new thread" not in str(e):
+                raise
+            # The decide thread's stack, under `ulimit -v` with an --index loaded: a
+            # traceback and exit 1, which --fail-on-duplicates means "duplicates" (a trial).
+            raise _out_of_memory() from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -245,6 +245,16 @@ class SimdedupGroup(click.Group):
             error = _stopped_by_io_error(e)
             error.show()
             sys.exit(error.exit_code)
+
+
+def _out_of_memory() -> CliError:
+    # (the message blamed a long line alone, also where the index had grown: a trial)
+    return CliError(
+        "out of memory: the system gives this run no more. It holds the documents kept (in"
+        " the index, and an --index loaded) and each line whole while it is read, however"
+        " long (--max-doc-size caps only what is fingerprinted). What was written stays; an"
+        " --index is left as it was"
+    )
 
 
 def _stopped_by_io_error(e: OSError) -> CliError:

@@ -213,6 +213,38 @@ def test_running_out_of_memory_is_one_error_and_exit_2_and_the_index_is_not_save
     assert not (tmp_path / "long.sdx").exists()
 
 
+_NO_THREAD = """
+import concurrent.futures
+def submit(*args, **kwargs):
+    raise RuntimeError("can't start new thread")
+concurrent.futures.ThreadPoolExecutor.submit = submit
+"""
+_NO_LIBRARY = """
+class Finder:
+    def find_spec(self, name, path, target=None):
+        if name == "simdedup.cli":
+            raise ImportError("libopenblas.so: failed to map segment from shared object")
+sys.meta_path.insert(0, Finder())
+"""
+
+
+@pytest.mark.parametrize("failing", [_NO_THREAD, _NO_LIBRARY], ids=["thread", "library"])
+def test_no_memory_for_a_thread_or_a_library_is_out_of_memory_not_a_traceback(
+    tmp_path: Path, failing: str
+) -> None:
+    # A trial under `ulimit -v`: the decide thread, with an --index loaded, and numpy's
+    # library as it loads, failed with tracebacks and exit 1, which --fail-on-duplicates
+    # means "duplicates found".
+    f = tmp_path / "f.txt"
+    f.write_text(f"{LINE}\n")
+    code = f"import runpy, sys\n{failing}\nsys.argv = ['simdedup', 'filter', {str(f)!r}]\n"
+    code += "runpy.run_module('simdedup', run_name='__main__')\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.decode().startswith("Error: out of memory: the system gives"), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
 @linux_only
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("command", ["scan", "filter"])
