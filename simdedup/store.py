@@ -700,6 +700,9 @@ def _read_header(path: str | os.PathLike[str], f: BinaryIO) -> tuple[dict[str, A
         raise _corrupt(path, f"truncated: {size:,} bytes")
     _, version, header_len = _PREAMBLE.unpack(preamble)
     if version > FORMAT_VERSION:
+        if not _checksum_holds(f, size):
+            # One bit flipped in the version asked for an upgrade, not a backup (a trial).
+            raise _corrupt(path, f"checksum mismatch; its header says format version {version}")
         raise IndexFileError(
             f"{path}: index format version {version} is newer than this simdedup reads "
             f"(up to {FORMAT_VERSION}); upgrade simdedup to use it"
@@ -724,6 +727,22 @@ def _read_header(path: str | os.PathLike[str], f: BinaryIO) -> tuple[dict[str, A
         why = "truncated" if size < expected else "extra bytes at the end"
         raise _corrupt(path, f"{why}: {size:,} bytes, the header says {expected:,}")
     return header, size, preamble + header_bytes
+
+
+def _checksum_holds(f: BinaryIO, size: int) -> bool:
+    """Whether the trailer's checksum is that of every byte before it, as every format
+    version has written it, whatever the layout between: read from the start."""
+    if size < _PREAMBLE.size + _TRAILER.size:
+        return False
+    f.seek(0)
+    digest, left = xxhash.xxh3_64(), size - _TRAILER.size
+    while left:
+        piece = f.read(min(left, 1 << 20))
+        if not piece:
+            return False
+        digest.update(piece)
+        left -= len(piece)
+    return _TRAILER.unpack(_read_exact(f, _TRAILER.size))[0] == digest.intdigest()
 
 
 def read_index(path: str | os.PathLike[str]) -> StoredIndex:

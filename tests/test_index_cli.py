@@ -589,12 +589,20 @@ def test_an_altered_index_is_a_checksum_mismatch(index: Path, day2: Path) -> Non
     assert "checksum mismatch" in one_line_error(run("scan", str(day2), "--index", str(index)))
 
 
-def test_a_newer_format_asks_for_an_upgrade(index: Path, day2: Path) -> None:
+def test_a_newer_format_asks_for_an_upgrade_and_a_flipped_version_bit_for_a_backup(
+    index: Path, day2: Path
+) -> None:
     data = bytearray(index.read_bytes())
     data[8] = 99
+    data[-8:] = struct.pack("<Q", xxhash.xxh3_64_intdigest(bytes(data[:-8])))  # as a newer one writes it
     index.write_bytes(bytes(data))
     line = one_line_error(run("scan", str(day2), "--index", str(index)))
     assert "index format version 99 is newer than this simdedup reads" in line
+    # One bit flipped in a version 4 file said "upgrade simdedup" too (a trial).
+    data[8] = 4 | 16
+    index.write_bytes(bytes(data))
+    line = one_line_error(run("scan", str(day2), "--index", str(index)))
+    assert "index file is corrupt (checksum mismatch; its header says format version 20)" in line
 
 
 def test_a_file_that_is_not_an_index_is_refused(day1: Path, day2: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xxhash
 from exact import head_of_words
 from filelock import FileLock
 from hypothesis import HealthCheck, given, settings
@@ -451,6 +452,7 @@ def test_a_header_whose_shapes_overflow_is_corrupt_not_a_traceback(small: Path, 
 def test_a_newer_format_version_asks_for_an_upgrade(small: Path) -> None:
     data = bytearray(small.read_bytes())
     data[8:12] = struct.pack("<I", FORMAT_VERSION + 1)
+    data[-8:] = struct.pack("<Q", xxhash.xxh3_64_intdigest(bytes(data[:-8])))  # as a newer one writes it
     small.write_bytes(bytes(data))
     with pytest.raises(
         IndexFileError, match=f"format version {FORMAT_VERSION + 1} is newer .* upgrade simdedup"
