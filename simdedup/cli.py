@@ -3114,7 +3114,7 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
                 continue
             if os.path.exists(path) and not _same_file(path, out):  # a run may be writing it
                 try:
-                    held.enter_context(index_lock(path, wait, messages.info))
+                    held.enter_context(index_lock(path, wait, messages.info, replaces=False))
                 except IndexLockedError:
                     raise
                 except IndexFileError:  # no lock can be made there (read-only): no run writes it

@@ -833,7 +833,11 @@ def foreign_file(path: str) -> bool:
 
 @contextmanager
 def index_lock(
-    path: str | os.PathLike[str], wait: float = 0.0, on_wait: Callable[[str], None] | None = None
+    path: str | os.PathLike[str],
+    wait: float = 0.0,
+    on_wait: Callable[[str], None] | None = None,
+    *,
+    replaces: bool = True,
 ) -> Iterator[None]:
     """Hold the lock of the index at `path` (the file PATH.lock, locked with flock(2), so
     the kernel releases it when its holder dies, even by kill -9). Waits up to `wait`
@@ -842,7 +846,8 @@ def index_lock(
     IndexFileError when the directory does not exist or cannot be written (checked by
     creating a file there, so it is caught before any work). A symbolic link is
     locked as its target is (next to the target), so a run through the link and one
-    on the target exclude each other."""
+    on the target exclude each other. `replaces`: the holder will replace the file,
+    which must then be writable (a read-only one is refused, not replaced)."""
     from filelock import FileLock, Timeout
 
     shown, path = path, os.path.realpath(path)
@@ -893,6 +898,13 @@ def index_lock(
         raise IndexFileError(f"cannot write index {shown}: {directory}: {e.strerror or e}") from e
     try:
         _probe_writable(path)
+        if replaces and os.path.isfile(path) and not os.access(path, os.W_OK):
+            # An immutable one (chattr +i) failed only at the save, after the night's
+            # outputs were written; a read-only one was replaced (a trial).
+            raise IndexFileError(
+                f"cannot write index {shown}: the file is read-only (its permissions, or an"
+                " immutable attribute); make it writable, or give a copy of it"
+            )
         yield
     finally:
         lock.release()

@@ -3,6 +3,7 @@ what survives a kill -9, a second run at the same time, and a damaged file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -580,6 +582,40 @@ def test_a_lock_path_that_cannot_be_made_is_named(tmp_path: Path, day2: Path) ->
     os.symlink(tmp_path / "gone" / "x", tmp_path / "seen.sdx.lock")
     error = one_line_error(run("scan", str(day2), "--index", str(index)))
     assert error == f"Error: cannot write index {index}: {index}.lock: No such file or directory"
+
+
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """The file made read-only for this process: immutable for root (chattr +i, whom
+    permissions do not stop), mode 444 for others; skips where neither can be done."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        yield
+        return
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(path)], check=False).returncode:
+        pytest.skip("no immutable attribute here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_read_only_index_is_refused_before_any_work_and_read_by_merge(
+    index: Path, day2: Path, tmp_path: Path
+) -> None:
+    # A trial: an immutable index failed only at the save, after the night's documents
+    # were written out (the next night would pass their copies again); a read-only one
+    # was replaced.
+    before = index.read_bytes()
+    with read_only(index):
+        line = one_line_error(run("filter", str(day2), "--index", str(index)))
+        assert line == (
+            f"Error: cannot write index {index}: the file is read-only (its permissions, or an immutable"
+            " attribute); make it writable, or give a copy of it"
+        )
+        merged = tmp_path / "merged.sdx"
+        assert run("index", "merge", str(merged), str(index)).exit_code == 0  # an input is only read
+    assert index.read_bytes() == before
 
 
 def test_an_altered_index_is_a_checksum_mismatch(index: Path, day2: Path) -> None:
