@@ -2104,6 +2104,9 @@ def _finish(
         return ExitStatus.OK
 
     status = exit_status()
+    # Inputs that all failed (a missing file from cron) record no run: a rerun of the
+    # day under its name made two runs of that name (a trial).
+    unread = _nothing_read(summary)
     if summary_json is not None:  # before the save: a summary that cannot be written stops it
         record = {
             **summary.as_dict(),
@@ -2121,10 +2124,11 @@ def _finish(
                 "run": session.run_name,  # UTF-8: --run-name refuses other bytes
                 "loaded": session.loaded,
                 "saved": len(dd.index),
+                "recorded": not unread,
             }
         summary_json.write((json.dumps(record, indent=2) + "\n").encode("utf-8"))
         summary_json.flush()
-    if session is not None:
+    if session is not None and not unread:
         try:
             session.save(dd)
         except KeyboardInterrupt as e:
@@ -2144,6 +2148,11 @@ def _finish(
         _to_devnull(sys.stderr)
         return ExitStatus.BROKEN_PIPE  # the outputs stand, --summary-json with the run's own status
     return status
+
+
+def _nothing_read(summary: Summary) -> bool:
+    """Whether a run's inputs all failed: errors, and not a document read."""
+    return summary.errors > 0 and summary.documents == 0
 
 
 def _said_at_the_end(
@@ -2183,7 +2192,12 @@ def _said_at_the_end(
             "by an older simdedup (the first 32 tokens) and are not used: those rows still "
             "match on their fingerprints and sketches, not on heads"
         )
-    if session is not None:
+    if session is not None and _nothing_read(summary):
+        messages.info(
+            f"index {session.path}: left as it was ({counted(session.loaded, 'fingerprint')}): no "
+            f"document was read, so run {session.run_name!r} is not recorded"
+        )
+    elif session is not None:
         messages.info(
             f"index {session.path}: {counted(session.loaded, 'fingerprint')} from earlier runs, "
             f"{session.saved - session.loaded:,} added by run {session.run_name!r}"

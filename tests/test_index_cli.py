@@ -343,7 +343,23 @@ def test_the_summary_json_names_the_index_and_what_was_added(index: Path, day2: 
     summary = tmp_path / "summary.json"
     run("scan", str(day2), "--index", str(index), "--run-name", "tue", "--summary-json", str(summary), "-q")
     record = json.loads(summary.read_text())
-    assert record["index"] == {"path": str(index), "run": "tue", "loaded": 6, "saved": 8}
+    assert record["index"] == {"path": str(index), "run": "tue", "loaded": 6, "saved": 8, "recorded": True}
+
+
+def test_a_run_whose_inputs_all_failed_records_no_run(index: Path, tmp_path: Path) -> None:
+    # A trial: a missing night's file recorded an empty run under the night's name, and
+    # the rerun of that night made two runs of one name. An empty stdin is a quiet night.
+    before, summary = index.read_bytes(), tmp_path / "summary.json"
+    missing = str(tmp_path / "tuesday.txt")
+    done = run("filter", missing, "--index", str(index), "--run-name", "tue", "--summary-json", str(summary))
+    assert done.exit_code == 3 and index.read_bytes() == before
+    assert (
+        f"index {index}: left as it was (6 fingerprints): no document was read, so run 'tue' is"
+        in done.stderr
+    )
+    assert json.loads(summary.read_text())["index"]["recorded"] is False
+    assert run("filter", "-", "--index", str(index), "--run-name", "wed", input=b"").exit_code == 0
+    assert [r["name"] for r in read_index(index).runs] == ["monday", "wed"]
 
 
 def test_the_summary_json_escapes_a_name_that_is_not_utf8(day2: Path, tmp_path: Path) -> None:
