@@ -19,12 +19,15 @@ try:
     from .cli import main as cli_main  # noqa: E402  (after the environment is set)
 except KeyboardInterrupt:  # Ctrl-C while the modules load: no traceback, the status of an interrupt
     sys.exit(130)
-except (MemoryError, ImportError) as e:
-    # Under `ulimit -v`, a traceback and exit 1, which means "duplicates" (a trial); a
-    # library that cannot be mapped is an ImportError that says so.
-    if isinstance(e, ImportError) and "failed to map segment" not in str(e):
-        raise
+except MemoryError:  # under `ulimit -v`: a traceback and exit 1, which means "duplicates" (a trial)
     sys.stderr.write("Error: out of memory: the system gives simdedup too little to start\n")
+    sys.exit(2)
+except ImportError as e:  # a library not mapped: out of memory, or a noexec file system
+    from .status import unmapped_library
+
+    if (unmapped := unmapped_library(e)) is None:
+        raise
+    sys.stderr.write(f"Error: {unmapped}\n")
     sys.exit(2)
 
 

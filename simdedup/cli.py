@@ -121,7 +121,14 @@ from .settings import (
     Settings,
 )
 from .sketch import SKETCH, SKETCH_SPEC, fingerprints_and_sketches, similarity
-from .status import ExitStatus, IndexFileError, IndexLockedError, SettingsError, SimdedupError
+from .status import (
+    ExitStatus,
+    IndexFileError,
+    IndexLockedError,
+    SettingsError,
+    SimdedupError,
+    unmapped_library,
+)
 from .store import (
     IndexSession,
     check_settings,
@@ -237,6 +244,10 @@ class SimdedupGroup(click.Group):
             # The decide thread's stack, under `ulimit -v` with an --index loaded: a
             # traceback and exit 1, which --fail-on-duplicates means "duplicates" (a trial).
             raise _out_of_memory() from None
+        except ImportError as e:  # rjieba, loaded at the first Chinese text (a review)
+            if (unmapped := unmapped_library(e)) is None:
+                raise
+            raise CliError(unmapped) from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -2104,9 +2115,10 @@ def _finish(
         return ExitStatus.OK
 
     status = exit_status()
-    # Inputs that all failed (a missing file from cron) record no run: a rerun of the
-    # day under its name made two runs of that name (a trial).
-    unread = _nothing_read(summary)
+    # Inputs that all failed (a missing file from cron), or a run stopped before its
+    # first document, record no run: a rerun of the day under its name made two runs of
+    # that name (a trial, a review).
+    unread = _nothing_read(summary, interrupted)
     if summary_json is not None:  # before the save: a summary that cannot be written stops it
         record = {
             **summary.as_dict(),
@@ -2150,9 +2162,10 @@ def _finish(
     return status
 
 
-def _nothing_read(summary: Summary) -> bool:
-    """Whether a run's inputs all failed: errors, and not a document read."""
-    return summary.errors > 0 and summary.documents == 0
+def _nothing_read(summary: Summary, interrupted: bool) -> bool:
+    """Whether a run read no document because its inputs all failed (errors) or it was
+    interrupted first."""
+    return summary.documents == 0 and (summary.errors > 0 or interrupted)
 
 
 def _said_at_the_end(
@@ -2192,10 +2205,10 @@ def _said_at_the_end(
             "by an older simdedup (the first 32 tokens) and are not used: those rows still "
             "match on their fingerprints and sketches, not on heads"
         )
-    if session is not None and _nothing_read(summary):
+    if session is not None and _nothing_read(summary, interrupted):
+        was = f"left as it was ({counted(session.loaded, 'fingerprint')})" if session.existed else "not made"
         messages.info(
-            f"index {session.path}: left as it was ({counted(session.loaded, 'fingerprint')}): no "
-            f"document was read, so run {session.run_name!r} is not recorded"
+            f"index {session.path}: {was}: no document was read, so run {session.run_name!r} is not recorded"
         )
     elif session is not None:
         messages.info(

@@ -494,7 +494,7 @@ def open_input(path: str) -> IO[bytes]:
 def record_lines(path: str, stdin: IO[bytes], on_problem: OnProblem) -> Iterator[tuple[str, str]]:
     """The lines of a JSONL file of records of a command's own (calibrate's pairs), or of
     stdin ("-"), read as a JSONL file is read: .gz decompressed, a byte-order mark
-    before a line passed over, bytes that are not UTF-8 replaced and reported, gzip or
+    before a line passed over, bytes that are not UTF-8 read as Windows-1252 and reported, gzip or
     UTF-16 data where text was expected refused. (PATH:LINE, text) a line; blank ones too."""
     try:
         stream = stdin if path == STDIN else open_input(path)  # a named pipe by its name
@@ -1199,7 +1199,8 @@ def _as_windows_1252(error: UnicodeError) -> tuple[str, int]:
 #: which is no word character, text in a legacy 8-bit encoding kept its ASCII alone:
 #: eight different cp1251 headlines that began with one date were one document seven
 #: times over, and filter dropped seven (a trial). Read as Windows-1252, each word of such
-#: text stays a word of its own (mojibake, but another word for another word), and
+#: text mostly stays a word of its own (mojibake, but another word for another word; a
+#: few letters become symbols, cp1251's ч as ÷, KOI8-R's в as ×, and split words), and
 #: Western European text in cp1252 or Latin-1 reads as it was written.
 LEGACY = "simdedup-windows-1252"
 codecs.register_error(LEGACY, _as_windows_1252)
@@ -2043,7 +2044,7 @@ def whole_text(data: bytes, final: bool, where: str, on_problem: OnProblem) -> s
 
 def argument_text(text: str, where: str, on_problem: OnProblem) -> str:
     """A text given on the command line, read as a file's: bytes that are not UTF-8
-    (which Python keeps as lone surrogates) replaced and reported. They went quietly,
+    (which Python keeps as lone surrogates) read as Windows-1252 and reported. They went quietly,
     where the same bytes in a file were said (a review)."""
     try:
         text.encode("utf-8")

@@ -59,3 +59,17 @@ class IndexCorruptError(IndexFileError):
 
 class WorkerError(SimdedupError):
     """A --jobs worker process died (killed, or out of memory): its batch is lost."""
+
+
+def unmapped_library(e: ImportError) -> str | None:
+    """The one-line error for a library the system would not map (dlopen's "failed to
+    map segment from shared object"), or None for another ImportError. Under `ulimit -v`
+    that was a traceback and exit 1, which --fail-on-duplicates means "duplicates"; a
+    file system mounted noexec says the same, so the message names both."""
+    if "failed to map segment" not in str(e):
+        return None
+    why = str(e).strip().splitlines()[-1] if str(e).strip() else "failed to map segment"
+    return (
+        f"cannot load a library: {why}: the system gives simdedup no more memory (ulimit -v), or"
+        " the library's file system is mounted noexec"
+    )

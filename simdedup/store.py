@@ -19,6 +19,7 @@ import os
 import re
 import stat
 import struct
+import sys
 import tempfile
 import unicodedata
 import uuid
@@ -898,16 +899,38 @@ def index_lock(
         raise IndexFileError(f"cannot write index {shown}: {directory}: {e.strerror or e}") from e
     try:
         _probe_writable(path)
-        if replaces and os.path.isfile(path) and not os.access(path, os.W_OK):
+        if replaces and os.path.isfile(path) and (why := _not_replaceable(path)) is not None:
             # An immutable one (chattr +i) failed only at the save, after the night's
-            # outputs were written; a read-only one was replaced (a trial).
-            raise IndexFileError(
-                f"cannot write index {shown}: the file is read-only (its permissions, or an"
-                " immutable attribute); make it writable, or give a copy of it"
-            )
+            # outputs were written; a read-only one was replaced (a trial, a review).
+            raise IndexFileError(f"cannot write index {shown}: {why}; make it writable, or give a copy of it")
         yield
     finally:
         lock.release()
+
+
+#: ioctl(2) FS_IOC_GETFLAGS (Linux, 64-bit), and the flags of chattr's +i and +a.
+_GETFLAGS, _IMMUTABLE, _APPEND_ONLY = 0x80086601, 0x10, 0x20
+
+
+def _not_replaceable(path: str) -> str | None:
+    """Why a save could not put a new file in place of the index at `path` (a rename
+    over it), or None: said before the run's work, not after its outputs are written."""
+    st, folder = os.stat(path), os.stat(os.path.dirname(path) or ".")
+    if not st.st_mode & 0o222 or not os.access(path, os.W_OK):  # root too, for mode 444
+        return "the file is read-only (its mode, or an immutable attribute: chattr +i)"
+    if sys.platform == "linux":
+        import fcntl
+
+        with suppress(OSError), open(path, "rb") as f:  # not every file system keeps such flags
+            flags = struct.unpack("i", fcntl.ioctl(f.fileno(), _GETFLAGS, b"\0" * 4))[0]
+            if flags & (_IMMUTABLE | _APPEND_ONLY):
+                return "the file is immutable or append-only (chattr +i, +a)"
+    euid = os.geteuid()
+    if folder.st_mode & stat.S_ISVTX and euid not in (0, st.st_uid, folder.st_uid):
+        return (
+            "the file is another user's, in a sticky directory (as /tmp is), where only its owner replaces it"
+        )
+    return None
 
 
 def _probe_writable(path: str | os.PathLike[str]) -> None:
@@ -960,6 +983,8 @@ class IndexSession:
         self._named = run_name is not None
         self.run_name = run_name or self.started
         self.loaded = 0
+        #: Whether the file was there when the run began (a missing one is a new index).
+        self.existed = False
         self.saved = 0
         #: Stored rows whose heads or sketches were of an older kind, not read
         #: (StoredIndex.dropped_heads, dropped_sketches).
@@ -987,7 +1012,8 @@ class IndexSession:
         self._lock = index_lock(self.path, self.wait, self.on_wait)
         self._lock.__enter__()
         try:
-            if self.path.exists():
+            self.existed = self.path.exists()
+            if self.existed:
                 stored = read_index(self.path)
                 check_settings(self.path, stored.fingerprint, self.settings)
                 if stored.sketches is not None and stored.sketch != SKETCH_SPEC:

@@ -601,34 +601,39 @@ def test_a_lock_path_that_cannot_be_made_is_named(tmp_path: Path, day2: Path) ->
 
 
 @contextlib.contextmanager
-def read_only(path: Path) -> Iterator[None]:
-    """The file made read-only for this process: immutable for root (chattr +i, whom
-    permissions do not stop), mode 444 for others; skips where neither can be done."""
-    if os.geteuid() != 0:
+def read_only(path: Path, how: str) -> Iterator[None]:
+    """The file made read-only: mode 444, or chattr's +i or +a (skipped where they cannot
+    be set: they need root and a file system that keeps them)."""
+    if how == "444":
         path.chmod(0o444)
         yield
         return
-    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(path)], check=False).returncode:
-        pytest.skip("no immutable attribute here")
+    if shutil.which("chattr") is None or subprocess.run(["chattr", how, str(path)], check=False).returncode:
+        pytest.skip(f"no chattr {how} here")
     try:
         yield
     finally:
-        subprocess.run(["chattr", "-i", str(path)], check=True)
+        subprocess.run(["chattr", how.replace("+", "-"), str(path)], check=True)
 
 
+@pytest.mark.parametrize(
+    ("how", "why"),
+    [
+        ("444", "the file is read-only (its mode, or an immutable attribute: chattr +i)"),
+        ("+i", "the file is read-only (its mode, or an immutable attribute: chattr +i)"),
+        ("+a", "the file is immutable or append-only (chattr +i, +a)"),
+    ],
+)
 def test_a_read_only_index_is_refused_before_any_work_and_read_by_merge(
-    index: Path, day2: Path, tmp_path: Path
+    index: Path, day2: Path, tmp_path: Path, how: str, why: str
 ) -> None:
-    # A trial: an immutable index failed only at the save, after the night's documents
-    # were written out (the next night would pass their copies again); a read-only one
-    # was replaced.
+    # A trial and a review: an immutable or append-only index failed only at the save,
+    # after the night's documents were written out (the next night would pass their
+    # copies again); a read-only one was replaced, by root whatever its mode.
     before = index.read_bytes()
-    with read_only(index):
+    with read_only(index, how):
         line = one_line_error(run("filter", str(day2), "--index", str(index)))
-        assert line == (
-            f"Error: cannot write index {index}: the file is read-only (its permissions, or an immutable"
-            " attribute); make it writable, or give a copy of it"
-        )
+        assert line == f"Error: cannot write index {index}: {why}; make it writable, or give a copy of it"
         merged = tmp_path / "merged.sdx"
         assert run("index", "merge", str(merged), str(index)).exit_code == 0  # an input is only read
     assert index.read_bytes() == before
@@ -937,6 +942,19 @@ def test_a_second_run_fails_at_once_while_the_first_holds_the_index(index: Path,
             if p.poll() is None:
                 p.kill()
     assert len(read_index(index)) == 6 + 1 + 2
+
+
+def test_a_run_stopped_before_its_first_document_records_no_run(index: Path) -> None:
+    # A review: stopped while stdin brought nothing yet, it recorded an empty run, and
+    # the night's rerun under its name made two runs of one name.
+    before = index.read_bytes()
+    with simdedup("filter", "-", "--index", str(index), "--run-name", "tue", stdin=subprocess.PIPE) as proc:
+        wait_until_locked(index, proc)
+        time.sleep(0.5)  # its handlers installed, waiting on stdin
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 143
+        assert "so run 'tue' is not recorded" in proc.stderr.read()  # type: ignore[union-attr]
+    assert index.read_bytes() == before
 
 
 def test_a_second_signal_while_stdout_is_full_stops_at_once_and_saves_no_index(tmp_path: Path) -> None:
