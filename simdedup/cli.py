@@ -155,6 +155,8 @@ DEFAULTS = Settings()
 #: batch also ends where the pipe's writer goes quiet (read.Lines), so a trickle is
 #: answered line by line.
 PIPELINE_BATCH = 4096
+#: ... and at most about this many characters of text (a directory's long files).
+PIPELINE_CHARS = 2 << 20
 
 
 class CliError(click.ClickException):
@@ -1800,7 +1802,7 @@ def _batched(
 ) -> Iterator[tuple[Any, ...]]:
     """Batches of PIPELINE_BATCH documents, or fewer where idle() says the input waits
     on its writer, each with its fingerprints (and sketches) from `jobs` processes."""
-    batched = batches(docs, PIPELINE_BATCH, flush=idle)
+    batched = batches(docs, PIPELINE_BATCH, flush=idle, chars=PIPELINE_CHARS)
     return fingerprint_batches(batched, settings, jobs, sketches=sketches, idle=idle)
 
 

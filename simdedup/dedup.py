@@ -603,27 +603,36 @@ def checked_fingerprints(
 
 
 def batches(
-    items: Iterable[Document], size: int = BATCH_SIZE, flush: Callable[[], bool] | None = None
+    items: Iterable[Document],
+    size: int = BATCH_SIZE,
+    flush: Callable[[], bool] | None = None,
+    chars: int | None = None,
 ) -> Iterator[list[Document]]:
     """Lists of `size` items, the last maybe shorter; with `flush`, a batch also ends
     early after any item where flush() is true (read.Lines.waiting: the input is
-    waiting on its writer, so what has come is decided now)."""
+    waiting on its writer, so what has come is decided now); with `chars`, once its
+    documents' texts hold that many characters (long documents: a batch of 4,096 files
+    of a directory held them all, and what fingerprinting makes of them, at once)."""
     if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
         raise ValueError(f"a batch size must be a positive integer, not {size!r}")
-    return _batches(iter(items), int(size), flush)
+    return _batches(iter(items), int(size), flush, chars)
 
 
-def _batches(it: Iterator[Document], size: int, flush: Callable[[], bool] | None) -> Iterator[list[Document]]:
-    if flush is None:
+def _batches(
+    it: Iterator[Document], size: int, flush: Callable[[], bool] | None, chars: int | None
+) -> Iterator[list[Document]]:
+    if flush is None and chars is None:
         while batch := list(islice(it, size)):
             yield batch
         return
-    batch = []
+    batch: list[Document] = []
+    held = 0
     for item in it:
         batch.append(item)
-        if len(batch) >= size or flush():
+        held += len(getattr(item, "text", ""))
+        if len(batch) >= size or (chars is not None and held >= chars) or (flush is not None and flush()):
             yield batch
-            batch = []
+            batch, held = [], 0
     if batch:
         yield batch
 
