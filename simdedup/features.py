@@ -54,6 +54,36 @@ def normalize(text: str, fold: bool = True) -> str:
     return _normalize_unicode(text, fold)
 
 
+#: Whether a non-ASCII character is a separator and nothing else, where it stands: not
+#: a word character, no combining mark (NFKC would join one to the letter before it),
+#: and no word character in its NFKC or case fold. Asked once a character.
+_ONLY_A_SEPARATOR: dict[str, bool] = {}
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _only_a_separator(c: str) -> bool:
+    if (known := _ONLY_A_SEPARATOR.get(c)) is None:
+        folded = unicodedata.normalize("NFKC", c).casefold()
+        known = not (_WORD.search(c) or unicodedata.category(c).startswith("M") or _WORD.search(folded))
+        _ONLY_A_SEPARATOR[c] = known
+    return known
+
+
+def ascii_equivalent(text: str) -> str | None:
+    """A non-ASCII text whose non-ASCII characters are all separators (curly quotes,
+    dashes, a no-break space, an ellipsis, bullets), each as a space: ASCII text with
+    the same words in the same order, so the same tokens, fingerprints, heads and
+    sketches under the default tokenizer, which the compiled core makes 7 times as
+    fast (a trial: one curly apostrophe a line made `scan` of English 7x slower); None
+    for any other text."""
+    found = set(_NOT_ASCII.findall(text))
+    if not all(map(_only_a_separator, found)):
+        return None
+    for c in found:  # str.translate took 37 µs a 700-character line, replace 1 µs a character
+        text = text.replace(c, " ")
+    return text
+
+
 def normalize_many(texts: Sequence[str], fold: bool = True) -> list[str]:
     """normalize() of each text, the same strings, faster on a batch of Chinese text.
 

@@ -19,6 +19,7 @@ import xxhash
 
 from .features import (
     Features,
+    ascii_equivalent,
     ascii_word_spans,
     has_chinese,
     jieba_word_pool,
@@ -335,10 +336,13 @@ def compiled_core(
             texts.data, texts.starts, texts.ends, heads, sketch_bins, sketch_bits, sketch_exact
         )
     else:
-        ascii_rows = [i for i, t in enumerate(texts) if t.isascii()]
+        # Non-ASCII text whose non-ASCII characters are all separators is the ASCII text
+        # with spaces for them (features.ascii_equivalent).
+        plain = [t if t.isascii() else ascii_equivalent(t) for t in texts]
+        ascii_rows = [i for i, t in enumerate(plain) if t is not None]
         if not ascii_rows:
             return None
-        part = texts if len(ascii_rows) == len(texts) else [texts[i] for i in ascii_rows]
+        part = plain if len(ascii_rows) == len(texts) else [plain[i] for i in ascii_rows]
         fps, head_fps, sketches, done = ascii_batch(part, heads, sketch_bins, sketch_bits, sketch_exact)
     if done.all():
         return ascii_rows, fps, head_fps, sketches

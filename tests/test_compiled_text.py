@@ -44,9 +44,39 @@ def ascii_text(draw: st.DrawFn) -> str:
     return "".join(g + w for g, w in zip(gaps, words)) + gaps[-1]
 
 
+# Between ASCII words, characters that are only separators (curly quotes, dashes, a
+# no-break space, an ellipsis, an acute accent that NFKC makes a space and a mark), and
+# ones that are not: a combining mark, full-width and superscript forms, a ligature and
+# a fraction whose NFKC holds word characters, letters; and any character at all.
+_OTHER_GAP = st.one_of(
+    st.sampled_from(list("’‘“”—–…•\u00a0\u3000\u2028\u200b\x85´¨")),
+    st.sampled_from(list("\u0301é²ﬁ½™①Ａ中ß")),
+    st.characters(exclude_categories=("Cs",)),
+)
+
+
+@st.composite
+def separated_text(draw: st.DrawFn) -> str:
+    words = draw(st.lists(_WORD, max_size=draw(st.sampled_from([3, 40, 300]))))
+    gaps = draw(st.lists(_GAP | _OTHER_GAP, min_size=len(words) + 1, max_size=len(words) + 1))
+    return "".join(g + w for g, w in zip(gaps, words)) + gaps[-1]
+
+
 _TEXTS = st.lists(
     st.one_of(
-        ascii_text(), st.sampled_from(["", "   ", "Café au lait", "中文的文本 and English", "naïve words"])
+        ascii_text(),
+        separated_text(),
+        st.sampled_from(
+            [
+                "",
+                "   ",
+                "Café au lait",
+                "中文的文本 and English",
+                "naïve words",
+                "don’t — ok…",
+                "cafe\u0301 au lait, ﬁne",
+            ]
+        ),
     ),
     max_size=12,
 )
