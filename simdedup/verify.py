@@ -421,15 +421,20 @@ class VerifyingDeduplicator(Deduplicator):
         """Twins here share their fingerprint, sketch and head: all that a decision reads
         of them, whatever came before. A document given as features has no sketch (its
         matches are unverified, and rank after verified ones): it has no twin."""
-        sketches, heads = given
         repeated = _repeated(fps, fps)  # a twin shares its fingerprint: most batches stop here
         if repeated is None:
             return None
-        keys: list[Any] = [None] * len(docs)
-        for i, (doc, fp) in enumerate(zip(docs, repeated)):
-            if fp is not None and doc.features is None:  # the same text: the same sketch
-                keys[i] = (fp, heads[i], doc.text if sketches is None else sketches[i].tobytes())
+        keys = [None if fp is None else self._twin_key(docs, fps, given, i) for i, fp in enumerate(repeated)]
         return _repeated([fp if key is not None else None for fp, key in zip(fps, keys)], keys)
+
+    def _twin_key(
+        self, docs: Sequence[Document], fps: Sequence[int | None], given: tuple[Any, ...], i: int
+    ) -> Any:
+        sketches, heads = given
+        if fps[i] is None or docs[i].features is not None:
+            return None
+        # the same text: the same sketch
+        return (fps[i], heads[i], docs[i].text if sketches is None else sketches[i].tobytes())
 
     def _take(self, given: tuple[Any, ...], rows: list[int]) -> tuple[Any, ...]:
         sketches, heads = given
