@@ -56,17 +56,20 @@ def normalize(text: str, fold: bool = True) -> str:
 
 #: Whether a non-ASCII character is a separator and nothing else, where it stands: not
 #: a word character, no combining mark (NFKC would join one to the letter before it),
-#: and no word character in its NFKC or case fold. Asked once a character.
-_ONLY_A_SEPARATOR: dict[str, bool] = {}
+#: and no word character in its NFKC or case fold. Asked once a code point (a table of
+#: them all, as _CharacterClass keeps: a dict grew with every new one an input held).
+_SEPARATOR_SEEN = np.zeros(0x110000, bool)
+_SEPARATOR = np.zeros(0x110000, bool)
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 def _only_a_separator(c: str) -> bool:
-    if (known := _ONLY_A_SEPARATOR.get(c)) is None:
+    code = ord(c)
+    if not _SEPARATOR_SEEN[code]:
         folded = unicodedata.normalize("NFKC", c).casefold()
         known = not (_WORD.search(c) or unicodedata.category(c).startswith("M") or _WORD.search(folded))
-        _ONLY_A_SEPARATOR[c] = known
-    return known
+        _SEPARATOR[code], _SEPARATOR_SEEN[code] = known, True
+    return bool(_SEPARATOR[code])
 
 
 def ascii_equivalent(text: str) -> str | None:
