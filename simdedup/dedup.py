@@ -12,7 +12,6 @@ import functools
 import numbers
 import operator
 import threading
-import time
 from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -641,27 +640,15 @@ def _batches(
             yield batch
         return
     batch: list[Document] = []
-    held, began = 0, 0.0
+    held = 0
     for item in it:
-        if not batch:
-            began = time.monotonic()
         batch.append(item)
         held += len(getattr(item, "text", ""))
-        if (
-            len(batch) >= size
-            or (chars is not None and held >= chars)
-            or (flush is not None and (flush() or time.monotonic() - began >= TRICKLE_WAIT))
-        ):
+        if len(batch) >= size or (chars is not None and held >= chars) or (flush is not None and flush()):
             yield batch
             batch, held = [], 0
     if batch:
         yield batch
-
-
-#: With a `flush`, a batch also ends once its first document has waited this long: a
-#: trickle whose lines come closer together than flush() waits for (read.Lines.waiting)
-#: is answered in batches of what came meanwhile, never later than this.
-TRICKLE_WAIT = 0.05
 
 
 def dedup(

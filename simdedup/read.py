@@ -201,19 +201,13 @@ class Lines:
         finally:
             self._reading = False
 
-    #: How long waiting() waits for the writer's next bytes: a trickle whose lines come
-    #: closer together than this is decided a few lines at a time (dedup.TRICKLE_WAIT
-    #: bounds how long the first waits), where a line at a time cost ~1 ms of CPU a
-    #: line, a core at 1,000 lines a second (a trial).
-    WAIT = 0.002
-
     def waiting(self) -> bool:
         """Whether the next line would have to wait for the stream's writer: none is
-        buffered and the stream has nothing to read within WAIT (not even its end)."""
+        buffered and the stream has nothing to read right now (not even its end)."""
         if not self._reading or self._lines:
             return False
         assert self.fd is not None
-        return not select.select([self.fd], [], [], self.WAIT)[0]
+        return not select.select([self.fd], [], [], 0)[0]
 
 
 def is_stream(path: str) -> bool:

@@ -195,22 +195,3 @@ def test_a_directorys_long_files_are_fingerprinted_a_few_at_a_time(tmp_path: Pat
         result = CliRunner().invoke(cli.main, ["fingerprint", str(tmp_path)])
     assert result.exit_code == 0 and len(result.stdout.splitlines()) == 6
     assert seen == [3, 3]  # about 13,000 characters a file
-
-
-def test_a_trickle_is_decided_in_batches_of_what_came_while_the_first_waited() -> None:
-    # A line at a time cost ~1 ms of CPU a line: `tail -f` of 1,000 lines a second kept a
-    # core busy (a trial). Lines that come closer together than the reader waits for
-    # make one batch, ended once its first line has waited TRICKLE_WAIT.
-    import importlib
-    import itertools
-    from unittest import mock
-
-    dedup_module = importlib.import_module("simdedup.dedup")  # simdedup.dedup is also a function
-
-    docs = [Document(f"d{i}", "x", b"") for i in range(200)]
-    clock = itertools.count(0.0, 0.001)  # a millisecond a look at it
-    with mock.patch.object(dedup_module.time, "monotonic", lambda: next(clock)):
-        sizes = [len(b) for b in dedup_module.batches(docs, 4096, flush=lambda: False)]
-    assert sum(sizes) == 200 and 1 < len(sizes) < 200
-    assert len(set(sizes[:-1])) == 1 and sizes[0] <= dedup_module.TRICKLE_WAIT / 0.001
-    assert [len(b) for b in dedup_module.batches(docs, 4096, flush=lambda: True)] == [1] * 200
