@@ -2,6 +2,15 @@
 
 import signal
 
+from cores import INDEX_CORE, TEXT_CORE
+
+# The tests of the compiled cores themselves, which import them: not collected where
+# simdedup was installed without them (no C compiler).
+collect_ignore = [
+    *([] if INDEX_CORE else ["test_compiled.py"]),
+    *([] if TEXT_CORE else ["test_compiled_text.py"]),
+]
+
 # A suite started as a background job (`make test &`, nohup, some CI runners) inherits
 # Ctrl-C ignored, and so would every command the Ctrl-C tests start: they would run to
 # the end and exit 0. Python installs its own handler only where Ctrl-C is not ignored;

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 import xxhash
 from click.testing import CliRunner, Result
+from cores import needs_text_core
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -649,6 +650,7 @@ def test_the_groups_tsv_blocks_are_what_the_record_writer_writes(
     assert all(b.count(b"\n") <= block for b in blocks)
 
 
+@needs_text_core
 @settings(max_examples=200, deadline=None)
 @given(
     name=st.text(max_size=12),
@@ -721,6 +723,7 @@ def test_fingerprint_numbers_the_lines_of_a_file_workers_cut_as_it_numbers_stdin
     )
 
 
+@needs_text_core
 @pytest.mark.parametrize("cut", ["inside", "straddling"])
 def test_a_stretch_of_a_file_cut_shorter_loses_its_lines_and_says_from_which(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: str

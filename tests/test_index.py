@@ -9,6 +9,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from cores import needs_index_core
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -233,6 +234,7 @@ def test_each_set_of_agreeing_blocks_is_reported_by_the_first_table_keyed_inside
         assert layout.first_tables[mask] == (inside[0] if inside else -1)
 
 
+@needs_index_core
 @pytest.mark.parametrize("k", [0, 1, 2, 3, 4, 5, 6, 7])
 def test_the_compiled_first_table_rules_say_what_first_tables_says(k: int) -> None:
     # The compiled loops test a table's rule on an XOR with masks (_indexcore.c's

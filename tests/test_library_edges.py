@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cores import needs_index_core
 
 from simdedup import (
     BlockIndex,
@@ -644,6 +645,7 @@ def test_a_batch_item_that_is_no_text_nor_features_is_named_by_its_place() -> No
             fingerprints_and_sketches(batch, Settings(), FeatureHasher(64))  # type: ignore[arg-type]
 
 
+@needs_index_core  # the numpy path holds more (351 MiB for Deduplicator) and takes minutes
 @pytest.mark.parametrize("cls", [Deduplicator, VerifyingDeduplicator])
 def test_matching_a_batch_against_a_crowd_holds_a_piece_of_its_pairs(cls: type[Deduplicator]) -> None:
     # match_many (`index query`) held every pair of its batch: 4,096 CSV rows against

@@ -14,6 +14,7 @@ import hypothesis
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from cores import needs_index_core
 from exact import exact_shingles as shingle_hashes
 from exact import head_of_words, jaccard
 from hypothesis import strategies as st
@@ -1159,6 +1160,7 @@ def test_english_with_a_chinese_line_keeps_its_english_shingles_and_its_copy() -
     assert [d.status for d in decisions] == ["unique", "duplicate"]
 
 
+@needs_index_core
 @hypothesis.settings(max_examples=60, deadline=None)
 @hypothesis.given(
     seed=st.integers(0, 2**32),
