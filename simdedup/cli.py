@@ -13,6 +13,7 @@ import dataclasses
 import errno
 import functools
 import gc
+import importlib.util
 import io
 import json
 import math
@@ -207,6 +208,18 @@ def _fewer_collections() -> None:
     spent 1.9 s of its main process's CPU collecting (0.3 s with these), a 300,000-
     document `scan -j1` 0.6 s (0.1 s); benchmarks/gc_time.py. Forked workers inherit it."""
     gc.set_threshold(*_GC_THRESHOLDS)
+
+
+def _version_message() -> str:
+    """--version's line, and a second where pip built simdedup without its compiled cores
+    (no C compiler): pip said so only with -v, and nothing else did (a trial)."""
+    message = "%(prog)s, version %(version)s"
+    if all(importlib.util.find_spec(f"simdedup.{core}") is not None for core in ("_textcore", "_indexcore")):
+        return message
+    return (
+        message + "\nbuilt without its compiled cores (pip found no C compiler): the same results, in"
+        " about 3x the time; reinstall where gcc and Python's headers are, to build them"
+    )
 
 
 class SimdedupGroup(click.Group):
@@ -2240,7 +2253,7 @@ def _to_devnull(stream: IO[Any]) -> None:
 
 
 @click.group(cls=SimdedupGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="simdedup")
+@click.version_option(__version__, prog_name="simdedup", message=_version_message())
 def main() -> None:
     """Find near-duplicate text with 64-bit SimHash fingerprints and a block index.
 

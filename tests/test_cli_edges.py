@@ -2330,3 +2330,16 @@ def test_a_file_that_is_no_index_gets_no_lock_file_beside_it(tmp_path: Path) -> 
         result = run(*args)
         assert result.exit_code == 2 and f"{notes}: not a simdedup index file" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "notes.txt"]
+
+
+def test_version_says_when_simdedup_was_built_without_its_compiled_cores() -> None:
+    # pip said so only with -v, and nothing else did (a trial).
+    import importlib.util
+    from unittest import mock
+
+    from simdedup import cli
+
+    assert cli._version_message() == "%(prog)s, version %(version)s"
+    with mock.patch.object(importlib.util, "find_spec", lambda name: None):
+        second = cli._version_message().splitlines()[1]
+    assert second.startswith("built without its compiled cores (pip found no C compiler)")
