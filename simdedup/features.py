@@ -54,23 +54,16 @@ def normalize(text: str, fold: bool = True) -> str:
     return _normalize_unicode(text, fold)
 
 
-#: Whether a non-ASCII character is a separator and nothing else, where it stands: not
-#: a word character, no combining mark (NFKC would join one to the letter before it),
-#: and no word character in its NFKC or case fold. Asked once a code point (a table of
-#: them all, as _CharacterClass keeps: a dict grew with every new one an input held).
-_SEPARATOR_SEEN = np.zeros(0x110000, bool)
-_SEPARATOR = np.zeros(0x110000, bool)
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 _NON_ASCII_WORD = re.compile(r"[^\W\x00-\x7f]")  # a word character, not ASCII
 
 
 def _only_a_separator(c: str) -> bool:
-    code = ord(c)
-    if not _SEPARATOR_SEEN[code]:
-        folded = unicodedata.normalize("NFKC", c).casefold()
-        known = not (_WORD.search(c) or unicodedata.category(c).startswith("M") or _WORD.search(folded))
-        _SEPARATOR[code], _SEPARATOR_SEEN[code] = known, True
-    return bool(_SEPARATOR[code])
+    """Whether a character is a separator and nothing else, where it stands: not a word
+    character, no combining mark (NFKC would join one to the letter before it), and no
+    word character in its NFKC or case fold (_ONLY_A_SEPARATOR asks once a code point)."""
+    folded = unicodedata.normalize("NFKC", c).casefold()
+    return not (_WORD.search(c) or unicodedata.category(c).startswith("M") or _WORD.search(folded))
 
 
 def ascii_equivalent(text: str) -> str | None:
@@ -82,12 +75,9 @@ def ascii_equivalent(text: str) -> str | None:
     for any other text."""
     if _NON_ASCII_WORD.search(text):  # letters or digits: most non-ASCII text ends here
         return None
-    found: set[str] = set()
-    for c in _NOT_ASCII.findall(text):  # no word characters left: few of them, as a rule
-        if c not in found:
-            if not _only_a_separator(c):
-                return None
-            found.add(c)
+    found = set(_NOT_ASCII.findall(text))  # no word characters left: few of them, as a rule
+    if not all(map(_ONLY_A_SEPARATOR.holds, found)):  # a few characters: no arrays
+        return None
     for c in found:  # str.translate took 37 µs a 700-character line, replace 1 µs a character
         text = text.replace(c, " ")
     return text
@@ -258,24 +248,32 @@ def _is_han(codes: np.ndarray) -> np.ndarray:
 
 
 class _CharacterClass:
-    """A regex character class, code point by code point: the regex engine itself is
-    asked about each code point the first time it is seen (2.2 MB of tables, once)."""
+    """A class of characters, code point by code point: `member` is asked about each code
+    point the first time it is seen (2.2 MB of tables, once)."""
 
-    def __init__(self, pattern: str) -> None:
-        self._pattern = re.compile(pattern)
+    def __init__(self, member: Callable[[str], bool]) -> None:
+        self._is = member
         self._seen = np.zeros(0x110000, bool)
         self._member = np.zeros(0x110000, bool)
 
     def __call__(self, codes: np.ndarray) -> np.ndarray:
         new = np.unique(codes[~self._seen[codes]])
         if len(new):
-            found = (self._pattern.match(chr(c)) is not None for c in new.tolist())
+            found = (self._is(chr(c)) for c in new.tolist())
             self._member[new] = np.fromiter(found, bool, len(new))
             self._seen[new] = True
         return self._member[codes]
 
+    def holds(self, c: str) -> bool:
+        """Whether the class holds one character (for a few of them: no arrays made)."""
+        code = ord(c)
+        if not self._seen[code]:
+            self._member[code], self._seen[code] = self._is(c), True
+        return bool(self._member[code])
 
-_WORD_CHARACTER = _CharacterClass(r"\w")
+
+_WORD_CHARACTER = _CharacterClass(lambda c: _WORD.match(c) is not None)
+_ONLY_A_SEPARATOR = _CharacterClass(_only_a_separator)
 
 
 #: A word of other characters (Latin, digits) within this many word characters of a
