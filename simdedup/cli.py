@@ -1,4 +1,5 @@
-"""The command line: scan, filter, fingerprint, compare.
+"""The command line: scan, filter, fingerprint, compare, calibrate, and index info, merge
+and query.
 
 The only module that imports click, rich and tqdm. Results go to stdout, messages to
 stderr; core exceptions become exit codes (see status.ExitStatus).
@@ -2823,11 +2824,10 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
                 f" while fewer than {PREFIX_CROWD} kept documents start with a shingle they share)"
             )
         if few and verify is not None and jaccard >= verify:  # what kept it from verifying
-            single = bool(SKETCH.exact_rows(sketches).all())  # one shingle each (verify.too_few_bins)
-            checked += (
+            checked += (  # two exact sketches are too few only where each holds one shingle
                 "; of one shingle each, whose 32 bits kept may be another's by chance, which verify only"
                 " with equal fingerprints"
-                if single
+                if exactly
                 else f"; from fewer than {FEWEST_BINS} shingle bins between them, which verify only with"
                 " equal fingerprints"
             )

@@ -3,7 +3,9 @@
 Keep-first semantics: the first of a group of near-duplicates is kept; a later document
 within the distance of a kept one is a duplicate of the nearest kept one (ties: the
 earliest). Duplicates are not added to the index, so a chain A~B~C with A and C far
-apart keeps A and C. Never prints; works a batch of documents at a time.
+apart keeps A and C. Never prints; works a batch of documents at a time. This module's
+Deduplicator decides on fingerprints alone; dedup() and the CLI use verify.py's, which
+also checks each candidate's shingles and keeps the most similar verified one.
 """
 
 from __future__ import annotations

@@ -558,7 +558,8 @@ class BlockIndex:
 
     Rows are numbered 0, 1, 2, ... in insertion order. Layout (settings.index_layout):
     for distance d <= 6, d + 2 blocks and one table per pair of blocks (10 tables at
-    d = 3, 15 at d = 4): two fingerprints within d bits differ in at most d blocks, so they agree on
+    d = 3; at d = 4, d + 3 blocks in two groups, a table per pair inside a group: 9
+    tables): two fingerprints within d bits differ in at most d blocks, so they agree on
     at least two, and a pair of ~13-bit blocks makes a ~26-bit key that stays selective
     on real text, where common words make single 16-bit blocks hot (Manku et al. use
     several permuted tables for the same reason). From d = 7 on, the classic d + 1

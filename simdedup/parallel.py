@@ -61,11 +61,11 @@ PIECES_PER_JOB = 8
 #: Bytes a worker's connection may hold unread: its 8 pieces of 256 ~640-byte documents
 #: pickle to ~1.4 MB.
 SEND_BUFFER = 4 << 20
-#: jobs=AUTO: worker processes only where fingerprinting is the slow part. Below this
-#: many seconds per character of text (English words: ~0.015e-6; Chinese with rjieba:
-#: ~0.6e-6), handing texts to workers costs the main process
-#: about as much as fingerprinting them itself, so they stay here.
+#: jobs=AUTO: worker processes only where fingerprinting is the slow part.
 AUTO = 0
+#: Below this many seconds per character of text (English words: ~0.015e-6; Chinese
+#: with rjieba: ~0.6e-6), handing texts to workers costs the main process about as much
+#: as fingerprinting them itself, so they stay here.
 WORKERS_PAY_OFF = 0.2e-6
 #: After Ctrl-C, how long the batches already handed to workers may take to come back.
 DRAIN_SECONDS = 10.0

@@ -37,7 +37,7 @@ try:
 except ImportError:  # installed without a C compiler: numpy does it
     _c_line_ends = None
 
-#: Larger documents are fingerprinted on their first MAX_DOC_SIZE characters.
+#: Larger documents are fingerprinted on the text of their first MAX_DOC_SIZE bytes of UTF-8.
 MAX_DOC_SIZE = 16 * 1024 * 1024
 _SNIFF = 8192  # bytes looked at for a NUL to call a file binary
 
