@@ -626,6 +626,59 @@ def test_lines_wait_only_while_the_writer_is_quiet() -> None:
     lines.stream.close()
 
 
+def _written_apart(w: int, lines: list[bytes], seconds: float) -> threading.Thread:
+    """A thread that writes each of `lines` to `w`, `seconds` apart, then closes it."""
+
+    def write() -> None:
+        for line in lines:
+            os.write(w, line)
+            time.sleep(seconds)
+        os.close(w)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    return thread
+
+
+def test_lines_that_trickle_close_together_make_a_chunk_and_say_it_is_all_there_is() -> None:
+    # A chunk a line cost ~1 ms of CPU a line in the stages after: `tail -f` of 1,000
+    # lines a second kept a core busy (a trial). The stages after hand a chunk on at
+    # once while it is `paced`.
+    lines, w = pipe_with(b"", close=False)
+    writer = _written_apart(w, [b"line %d\n" % i for i in range(200)], 0.0005)
+    paced = []
+    with lines.stream:
+        chunks = [c for c in read_chunks(["-"], ReadOptions(), lines) if not paced.append(lines.paced)]
+    writer.join()
+    assert b"".join(c.data for c in chunks) == b"".join(b"line %d\n" % i for i in range(200))
+    assert len(chunks) <= 20 and all(paced[:-1])  # the last, at the end of the input, is not
+
+
+def test_lines_that_never_pause_are_still_cut_once_the_first_has_waited_long_enough() -> None:
+    # Lines 1 ms apart never leave the pipe quiet for TRICKLE_GAP: without a bound on how
+    # long the first waits, they were held until a chunk's bytes filled (seconds).
+    lines, w = pipe_with(b"", close=False)
+    count = int(6 * read_module.TRICKLE_WAIT / 0.001)
+    writer = _written_apart(w, [b"line %d\n" % i for i in range(count)], 0.001)
+    with lines.stream:
+        chunks = list(read_chunks(["-"], ReadOptions(), lines))
+    writer.join()
+    assert sum(c.data.count(b"\n") for c in chunks) == count and len(chunks) >= 2
+
+
+def test_an_interrupt_while_reading_hands_on_the_whole_lines_read_first() -> None:
+    # SIGTERM and Ctrl-C decide every line read: the lines read but not yet cut into a
+    # chunk were lost (a run stopped during a bulk pipe answered 6 lines fewer than it read).
+    def blocks() -> Iterator[bytes]:
+        yield b"one\ntwo\nthr"
+        raise KeyboardInterrupt
+
+    chunks = read_module._chunks(blocks(), "-", 1 << 20)
+    assert next(chunks).data == b"one\ntwo\n"
+    with pytest.raises(KeyboardInterrupt):
+        next(chunks)
+
+
 def test_a_stream_without_a_descriptor_is_read_as_it_is() -> None:
     lines = Lines(io.BytesIO(b"one\ntwo"))
     assert list(lines) == [b"one\n", b"two"] and not lines.waiting()
