@@ -50,7 +50,7 @@ from simdedup.index import fingerprint_array, near_pair_arrays  # noqa: E402
 from simdedup.settings import HEAD_CROWD, HEAD_TOKENS  # noqa: E402
 from simdedup.verify import VerifyingDeduplicator  # noqa: E402
 
-#: Documents per batch, as `scan` reads files (cli.PIPELINE_BATCH).
+#: Documents per batch, as `scan` reads files (pipeline.PIPELINE_BATCH).
 BATCH = 1024
 
 

@@ -51,7 +51,7 @@ from .settings import Settings
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
 
-#: Documents a worker is given at a time: a decided batch (cli.PIPELINE_BATCH, 4,096)
+#: Documents a worker is given at a time: a decided batch (pipeline.PIPELINE_BATCH, 4,096)
 #: goes out in pieces, so that a short input still keeps every worker busy.
 PIECE = 256
 #: Pieces a worker may have out, the one it works on included: enough to keep every
@@ -357,7 +357,7 @@ def chunk_batches(
     batches of `size` are what deciding is fastest with. Closing this closes `answers`.
 
     On KeyboardInterrupt, raised in here (ordered_map's, once the answers out are back)
-    or thrown in at a yield (cli._decisions), the documents taken but not yet handed on
+    or thrown in at a yield (pipeline.decisions), the documents taken but not yet handed on
     are handed on first, as a last batch, so that every document whose problems were
     reported is decided too (a trial: a summary of 12,288 documents said 14,878
     errors, one a line, after Ctrl-C), and the interrupt is raised at the next call."""

@@ -31,9 +31,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import cli as cli_module
+from simdedup import pipeline
 from simdedup import read as read_module
 from simdedup import report as report_module
-from simdedup.cli import PIPELINE_BATCH, main
+from simdedup.cli import main
+from simdedup.pipeline import PIPELINE_BATCH
 from simdedup.read import Problem, ReadOptions
 from simdedup.report import (
     GROUP_COLUMNS,
@@ -687,6 +689,7 @@ def test_fingerprint_of_plain_lines_writes_what_documents_would(
     for fast in (True, False):
         if not fast:
             monkeypatch.setattr(cli_module, "compiled_serves", lambda settings: False)
+            monkeypatch.setattr(pipeline, "compiled_serves", lambda settings: False)
         for jobs in ("1", "2"):
             outputs.append(run("fingerprint", str(path), "--format", fmt, "-j", jobs).stdout_bytes)
     assert outputs[0] == outputs[1] == outputs[2] == outputs[3]
@@ -747,8 +750,8 @@ def test_a_stretch_of_a_file_cut_shorter_loses_its_lines_and_says_from_which(
     os.truncate(path, fourth.at + 10 if cut == "inside" else fourth.at)
     short = fourth if cut == "inside" else third
     lost = data[: data.index(b"\n", short.at - 1) + 1].count(b"\n") + 1  # its first line
-    printer = cli_module._chunk_printer(Settings(), ReadOptions(), "tsv")
-    answers = list(cli_module._numbered(iter(map(printer, items)), "tsv"))
+    printer = pipeline.chunk_printer(Settings(), ReadOptions(), "tsv")
+    answers = list(pipeline.numbered(iter(map(printer, items)), "tsv"))
     printed = b"".join(text for text, _ in answers).decode().splitlines()
     problems = [p for _, found in answers for p in found]
     assert [line.rsplit(":", 1)[1] for line in printed] == [str(n) for n in range(1, lost)]

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import Document, Settings, dedup, fingerprint_texts
-from simdedup import cli as cli_module
 from simdedup import fingerprint as fingerprint_module
 from simdedup import parallel as parallel_module
+from simdedup import pipeline as pipeline_module
 from simdedup import read as read_module
 from simdedup import sketch as sketch_module
 from simdedup.cli import main
@@ -240,7 +240,7 @@ def test_scan_and_fingerprint_write_the_same_bytes_with_the_core(
     # Chunks of 1,000 bytes, so that -j 2 hands most of them to its workers.
     monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 100)
     monkeypatch.setattr(read_module, "CHUNK_BYTES", 1000)
-    monkeypatch.setattr(cli_module, "DECIDED_CHUNK_BYTES", 1000)
+    monkeypatch.setattr(pipeline_module, "DECIDED_CHUNK_BYTES", 1000)
     runs = {}
     for core in (True, False):
         if not core:  # as installed without a C compiler; workers (forked from here) too

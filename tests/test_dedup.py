@@ -178,19 +178,19 @@ def test_batches_end_at_a_number_of_documents_or_of_characters() -> None:
 def test_a_directorys_long_files_are_fingerprinted_a_few_at_a_time(tmp_path: Path) -> None:
     from unittest import mock
 
-    from simdedup import cli
+    from simdedup import cli, pipeline
 
     for i in range(6):
         (tmp_path / f"f{i}.txt").write_text(" ".join(f"w{i}x{j}" for j in range(2000)))
     seen: list[int] = []
-    real = cli.fingerprint_batches
+    real = pipeline.fingerprint_batches
 
     def counted(batched, *args, **kwargs):  # type: ignore[no-untyped-def]
         return real((seen.append(len(b)) or b for b in batched), *args, **kwargs)
 
     with (
-        mock.patch.object(cli, "PIPELINE_CHARS", 30_000),
-        mock.patch.object(cli, "fingerprint_batches", counted),
+        mock.patch.object(pipeline, "PIPELINE_CHARS", 30_000),
+        mock.patch.object(pipeline, "fingerprint_batches", counted),
     ):
         result = CliRunner().invoke(cli.main, ["fingerprint", str(tmp_path)])
     assert result.exit_code == 0 and len(result.stdout.splitlines()) == 6

@@ -27,7 +27,8 @@ from click.testing import CliRunner, Result
 from filelock import FileLock, Timeout
 
 from simdedup import store as store_module
-from simdedup.cli import PIPELINE_BATCH, main
+from simdedup.cli import main
+from simdedup.pipeline import PIPELINE_BATCH
 from simdedup.report import ReportWriter
 from simdedup.settings import FINGERPRINT_SPEC_VERSION
 from simdedup.sketch import SKETCH, SKETCH_SPEC

@@ -23,10 +23,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdedup import Document, Settings, parallel
-from simdedup import cli as cli_module
+from simdedup import Document, Settings, parallel, pipeline
 from simdedup import read as read_module
-from simdedup.cli import _chunk_jobs, main
+from simdedup.cli import main
 from simdedup.dedup import batches, fingerprint_documents
 from simdedup.fingerprint import FeatureHasher
 from simdedup.parallel import (
@@ -38,6 +37,7 @@ from simdedup.parallel import (
     fingerprint_batches,
     ordered_map,
 )
+from simdedup.pipeline import chunk_jobs
 from simdedup.read import BARRIER, CHUNK_BYTES, Chunk, Problem
 from simdedup.sketch import text_sketches
 
@@ -673,10 +673,10 @@ def test_files_read_in_chunks_give_what_reading_documents_gives(
 
     monkeypatch.setattr(read_module, "FIRST_CHUNK_BYTES", 100)
     monkeypatch.setattr(read_module, "CHUNK_BYTES", 1000)  # dozens of chunks a file
-    monkeypatch.setattr(cli_module, "DECIDED_CHUNK_BYTES", 1000)
+    monkeypatch.setattr(pipeline, "DECIDED_CHUNK_BYTES", 1000)
     chunked = {jobs: run(jobs) for jobs in ("1", "2")}
     with monkeypatch.context() as documents:  # no chunks: read a document at a time
-        documents.setattr(cli_module, "_chunk_jobs", lambda sources, jobs, timed=False: None)
+        documents.setattr(pipeline, "chunk_jobs", lambda sources, jobs, timed=False: None)
         by_document = {jobs: run(jobs) for jobs in ("1", "2")}
     assert chunked["1"] == chunked["2"] == by_document["1"] == by_document["2"]
     status, out, err, _ = chunked["1"]
@@ -693,17 +693,17 @@ def test_fingerprint_jobs_0_starts_workers_for_files_of_two_chunks_or_more(tmp_p
     small, big = tmp_path / "small.txt", tmp_path / "big.txt"
     small.write_bytes(b"x\n" * 10)
     big.write_bytes(b"x" * (2 * CHUNK_BYTES))
-    assert _chunk_jobs([str(small), str(tmp_path / "missing")], AUTO) == 1
-    assert _chunk_jobs([str(small), str(big)], AUTO) == default_jobs()
-    assert _chunk_jobs([str(small)], 3) == 3
-    assert _chunk_jobs([str(small), "-"], 3) == 3
-    assert _chunk_jobs([str(small), "-"], AUTO) == default_jobs()  # a pipe's length is unknown
-    assert _chunk_jobs([str(small), str(tmp_path)], 3) is None  # a directory: a document at a time
+    assert chunk_jobs([str(small), str(tmp_path / "missing")], AUTO) == 1
+    assert chunk_jobs([str(small), str(big)], AUTO) == default_jobs()
+    assert chunk_jobs([str(small)], 3) == 3
+    assert chunk_jobs([str(small), "-"], 3) == 3
+    assert chunk_jobs([str(small), "-"], AUTO) == default_jobs()  # a pipe's length is unknown
+    assert chunk_jobs([str(small), str(tmp_path)], 3) is None  # a directory: a document at a time
     # The other commands time the first chunk where fingerprint would start workers.
-    assert _chunk_jobs([str(small), str(big)], AUTO, timed=True) == AUTO
-    assert _chunk_jobs([str(small), "-"], AUTO, timed=True) == AUTO
-    assert _chunk_jobs([str(small)], AUTO, timed=True) == 1
-    assert _chunk_jobs([str(small), str(big)], 2, timed=True) == 2
+    assert chunk_jobs([str(small), str(big)], AUTO, timed=True) == AUTO
+    assert chunk_jobs([str(small), "-"], AUTO, timed=True) == AUTO
+    assert chunk_jobs([str(small)], AUTO, timed=True) == 1
+    assert chunk_jobs([str(small), str(big)], 2, timed=True) == 2
 
 
 def test_chunk_chars_counts_characters_not_bytes() -> None:
@@ -740,12 +740,12 @@ def test_default_jobs_time_the_first_chunks_but_for_fingerprint(
     # 1), so scan, filter and index query time the first chunks and start workers only
     # where fingerprinting is slow (Chinese). fingerprint, which only moves bytes in this
     # process, starts them for any large file. Every way gives the same bytes.
-    monkeypatch.setattr(cli_module, "CHUNK_WORKERS_FROM", 150_000)  # for a short test
-    monkeypatch.setattr(cli_module, "DECIDED_CHUNK_BYTES", 32 << 10)
+    monkeypatch.setattr(pipeline, "CHUNK_WORKERS_FROM", 150_000)  # for a short test
+    monkeypatch.setattr(pipeline, "DECIDED_CHUNK_BYTES", 32 << 10)
     big = tmp_path / "big.txt"
     words = "of plain english words in a line as long as a paragraph of a crawled page is"
     big.write_text("".join(f"line {i % 90} {words * 6} {i % 13}\n" for i in range(400)))
-    assert big.stat().st_size >= cli_module.CHUNK_WORKERS_FROM
+    assert big.stat().st_size >= pipeline.CHUNK_WORKERS_FROM
 
     def run(*args: str) -> bytes:
         result = CliRunner().invoke(main, [*args, str(big), "-q"], catch_exceptions=False)
