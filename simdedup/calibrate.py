@@ -168,9 +168,13 @@ def _fingerprints_and_heads(
 
 
 def best(scores: Iterable[Score]) -> dict[str, Score]:
-    """Each preset's highest-F1 distance (ties: the smaller distance)."""
+    """Each preset's highest-F1 distance (ties: the smaller distance), among those whose
+    F1 is defined: a preset with none (no pair labelled a duplicate, none predicted one)
+    has no best, where k = 0 was marked best of nothing (a trial)."""
     top: dict[str, Score] = {}
     for s in scores:
+        if s.shown_f1 is None:
+            continue
         if s.preset not in top or (s.f1, -s.distance) > (top[s.preset].f1, -top[s.preset].distance):
             top[s.preset] = s
     return top

@@ -2655,10 +2655,10 @@ def calibrate_command(
         raise CliError(f"{pairs_path}: no labelled pairs in it", ExitStatus.INPUT_ERRORS)
     if len({p.duplicate for p in pairs}) < 2:
         which = "a duplicate" if pairs[0].duplicate else "not a duplicate"
-        click.echo(
-            f"{pairs_path}: warning: every pair is labelled {which}: precision, recall and F1 "
-            "need pairs of both kinds to mean anything",
-            err=True,
+        Messages().warn(
+            pairs_path,
+            f"every pair is labelled {which}: precision, recall and F1 need pairs of both kinds"
+            " to mean anything",
         )
     scores = calibrate_pairs(pairs, calibration_presets(settings, _verify(kw)), range(max_distance + 1))
     top = best_scores(scores)
@@ -2667,14 +2667,14 @@ def calibrate_command(
             record = {"preset": s.preset, "distance": s.distance, "tp": s.tp, "fp": s.fp, "fn": s.fn}
             shown = {"precision": s.shown_precision, "recall": s.shown_recall, "f1": s.shown_f1}
             record.update({k: None if v is None else round(v, 6) for k, v in shown.items()})
-            _echo(json.dumps({**record, "best": top[s.preset] == s}))
+            _echo(json.dumps({**record, "best": top.get(s.preset) == s}))
     else:
         positives = sum(p.duplicate for p in pairs)
         _echo(f"{counted(len(pairs), 'pair')}, {positives:,} labelled duplicate")
         width = max(len(s.preset) for s in scores)
         _echo(f"{'preset':<{width}}  k  precision  recall     f1     tp     fp     fn")
         for s in scores:
-            mark = "*" if top[s.preset] == s else " "
+            mark = "*" if top.get(s.preset) == s else " "
             _echo(
                 f"{s.preset:<{width}} {s.distance:2d}{mark}   {_score(s.shown_precision)}   "
                 f"{_score(s.shown_recall)}  {_score(s.shown_f1)}"
@@ -2892,7 +2892,9 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
         write_index(out, merged)
     for path, new in parts:
         if not _same_file(path, out):
-            messages.info(f"{path}: {len(new):,} fingerprints added ({counted(len(new.runs), 'run')})")
+            messages.info(
+                f"{path}: {counted(len(new), 'fingerprint')} added ({counted(len(new.runs), 'run')})"
+            )
     added = [new for path, new in parts if not _same_file(path, out)]
     messages.info(  # OUT's own rows were counted as an index merged (a review)
         f"{out}: {len(merged):,} fingerprints, {sum(map(len, added)):,} of them added from "

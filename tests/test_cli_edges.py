@@ -1399,6 +1399,17 @@ def test_calibrate_names_a_json_list_and_warns_of_pairs_of_one_kind(tmp_path: Pa
     ]
 
 
+def test_calibrate_marks_no_best_distance_where_no_f1_is_defined(tmp_path: Path) -> None:
+    # No pair labelled a duplicate and none found one: every F1 is 0 / 0, and k = 0 was
+    # marked best of nothing (a trial).
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"a": "x y", "b": "p q", "duplicate": false}\n')
+    table = run("calibrate", str(pairs), "--max-distance", "1")
+    assert table.exit_code == 0 and len(table.stdout.splitlines()) == 14 and "*" not in table.stdout
+    records = run("calibrate", str(pairs), "--max-distance", "1", "--json").stdout.splitlines()
+    assert len(records) == 12 and not any(json.loads(r)["best"] for r in records)
+
+
 def test_compare_says_an_empty_document_is_near_nothing_in_text_and_json() -> None:
     said = CliRunner().invoke(main, ["compare", "--text", "", "--text", "x y"])
     assert said.exit_code == 1
