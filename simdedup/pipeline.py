@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from .dedup import Decision, Deduplicator, batches
+from .dedup import DECIDE_BATCH, Decision, Deduplicator, batches
 from .fingerprint import compiled_serves, span_fingerprints
 from .parallel import (
     AUTO,
@@ -69,15 +69,8 @@ class _NoHold:
         self.now = False
 
 
-#: Documents read, fingerprinted and decided together: big enough that the index's
-#: batch search and the workers' pipes cost little per document (1,024 against 256:
-#: 45k against 37k docs/s for `filter` on 100k generated documents, one job), and that
-#: the rows a batch keeps go into the index as one run (4,096 against 1,024, `scan -j1`
-#: of generated documents, the same output: 1M in 42.6-43.8 s against 53.1 s, 300k in
-#: 9.2-9.6 s against 10.0-12.2 s, 20k in 0.73 s against 0.80-0.84 s). From stdin a
-#: batch also ends where the pipe's writer goes quiet (read.Lines, read.TRICKLE_WAIT),
-#: so a trickle is answered as it comes.
-PIPELINE_BATCH = 4096
+#: Documents read, fingerprinted and decided together (dedup.DECIDE_BATCH).
+PIPELINE_BATCH = DECIDE_BATCH
 #: ... and at most about this many characters of text (a directory's long files).
 PIPELINE_CHARS = 2 << 20
 
