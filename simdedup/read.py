@@ -794,12 +794,13 @@ def _chunks(
     """The Chunks of `blocks`, `size` bytes or so each (the first FIRST_CHUNK_BYTES). Of
     a `stream`, the lines so far also make a Chunk once its writer pauses for
     TRICKLE_GAP, or TRICKLE_WAIT after they began to come, its `paced` set while the
-    stages after take it in (so that they hand it on at once too); and on an interrupt,
+    stages after take it in (so that they hand it on at once too), as it is for a
+    Chunk that filled TRICKLE_WAIT / 2 or more after its first bytes came; on an interrupt,
     the whole lines read are cut before it goes on, so that they are decided too."""
     first, wanted = 1, FIRST_CHUNK_BYTES
     pending = _Pending()
     first_line = _FirstLine(name)
-    began = 0.0  # when the first bytes pending came
+    began: float | None = None  # when the bytes pending began to come (at the latest)
 
     def cut(lines: bytes) -> Iterator[Chunk]:
         nonlocal first
@@ -812,22 +813,32 @@ def _chunks(
             if not first_line.whole and (problem := first_line.judge(data, 0, len(data))) is not None:
                 yield problem
                 return
-            if not pending:
+            if began is None:
                 began = time.monotonic()
             pending.add(data)
-            paced = (
-                stream is not None
-                and len(pending) < wanted
-                and (stream.quiet(TRICKLE_GAP) or time.monotonic() - began >= TRICKLE_WAIT)
-            )
-            if (paced or len(pending) >= wanted) and (lines := pending.whole_lines()):
+            full, paced = len(pending) >= wanted, False
+            if stream is not None:
+                waited = time.monotonic() - began
+                # A full chunk that was long in coming is handed on at once too: one of a
+                # pipe of a few MB a second was held for the next, 100-580 ms (a review).
+                paced = (
+                    waited >= TRICKLE_WAIT / 2
+                    if full
+                    else waited >= TRICKLE_WAIT or stream.quiet(TRICKLE_GAP)
+                )
+            if (paced or full) and (lines := pending.whole_lines()):
+                cut_at = time.monotonic()
                 if stream is not None:
                     stream.paced = paced
                 yield from cut(lines)
-                wanted = size
-                began = time.monotonic()
+                wanted, began = size, None
                 if stream is not None:
                     stream.paced = False
+                    # What came while the stages after took the chunk in has waited since
+                    # it was cut, at the most: timed from the next read, it waited up to
+                    # TRICKLE_WAIT more (a review).
+                    if pending or not stream.quiet(0):
+                        began = cut_at
     except KeyboardInterrupt:
         if lines := pending.whole_lines():
             yield from cut(lines)

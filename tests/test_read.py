@@ -666,6 +666,53 @@ def test_lines_that_never_pause_are_still_cut_once_the_first_has_waited_long_eno
     assert sum(c.data.count(b"\n") for c in chunks) == count and len(chunks) >= 2
 
 
+def test_a_chunk_that_fills_slowly_is_handed_on_at_once_too() -> None:
+    # A pipe of a few MB a second fills a chunk in tens of ms without a pause: cut for its
+    # size, not `paced`, the stages after held it for the next, 100-580 ms (a review).
+    now = [0.0]
+
+    def blocks(gap: float) -> Iterator[bytes]:
+        for i in range(40):
+            now[0] = i * gap
+            yield b"x" * 1023 + b"\n"
+
+    for gap, handed_on in ((0.001, True), (0.0001, False)):  # 32 KiB in 32 ms; in 3.2 ms
+        stream = _Flowing()
+        with (
+            mock.patch.object(read_module.time, "monotonic", lambda: now[0]),
+            mock.patch.object(read_module, "FIRST_CHUNK_BYTES", 32 << 10),
+        ):
+            first = next(read_module._chunks(blocks(gap), "-", 32 << 10, stream))  # type: ignore[arg-type]
+            assert len(first.data) == 32 << 10 and stream.paced is handed_on
+
+
+class _Flowing:
+    """A stream for _chunks whose writer never pauses (quiet() is never true)."""
+
+    paced = False
+
+    def quiet(self, seconds: float) -> bool:
+        return False
+
+
+def test_what_came_while_a_chunk_was_taken_in_counts_its_wait_from_the_cut() -> None:
+    # Timed from the next read, lines that came while the stages after took a chunk in
+    # waited up to TRICKLE_WAIT more (a review: answers ~75-120 ms late at -j2).
+    now = [0.0]
+
+    def blocks() -> Iterator[bytes]:
+        for at in (0.0, 0.06, 0.17, 0.18):
+            now[0] = max(now[0], at)
+            yield b"a line\n"
+
+    with mock.patch.object(read_module.time, "monotonic", lambda: now[0]):
+        chunks = read_module._chunks(blocks(), "-", 1 << 20, _Flowing())  # type: ignore[arg-type]
+        assert next(chunks).data == b"a line\n" * 2  # cut TRICKLE_WAIT after the first came
+        now[0] += 0.1  # the stages after take it in
+        assert next(chunks).data == b"a line\n"  # the next read's line waited since the cut
+        assert next(chunks).data == b"a line\n"  # the end
+
+
 def test_an_interrupt_while_reading_hands_on_the_whole_lines_read_first() -> None:
     # SIGTERM and Ctrl-C decide every line read: the lines read but not yet cut into a
     # chunk were lost (a run stopped during a bulk pipe answered 6 lines fewer than it read).
