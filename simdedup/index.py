@@ -117,9 +117,17 @@ def _words(fps: np.ndarray, bits: int) -> np.ndarray:
     return fps
 
 
+def _counts(x: np.ndarray, words: int) -> np.ndarray:
+    """np.bitwise_count(x), in integers that hold the sum of `words` such counts: its
+    uint8 holds 3 words' (192 bits); at 256 bits and more the distances wrapped around,
+    and all-zero and all-one fingerprints were found at distance 0 (a trial)."""
+    d = np.bitwise_count(x)
+    return d if words <= 3 else d.astype(np.uint16)
+
+
 def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamming distances between rows of two (n, words) uint64 arrays."""
-    d = np.bitwise_count(a[:, 0] ^ b[:, 0])
+    d = _counts(a[:, 0] ^ b[:, 0], a.shape[1])
     for w in range(1, a.shape[1]):
         d += np.bitwise_count(a[:, w] ^ b[:, w])
     return d
@@ -496,7 +504,7 @@ class _Run:
             rows = np.sort(order[lo:hi])
             block = words[rows]
             for a in range(0, len(rows), DENSE_SLICE):  # rows a.. against the columns after them
-                d = np.bitwise_count(block[a : a + DENSE_SLICE, None, 0] ^ block[None, a:, 0])
+                d = _counts(block[a : a + DENSE_SLICE, None, 0] ^ block[None, a:, 0], block.shape[1])
                 for w in range(1, block.shape[1]):
                     d += np.bitwise_count(block[a : a + DENSE_SLICE, None, w] ^ block[None, a:, w])
                 x, y = np.nonzero(d <= k)
@@ -999,7 +1007,7 @@ def near_pair_arrays(
 def _matrix_pairs(queries: np.ndarray, words: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
     """Every (q, j, d) within k of two (n, words) arrays, sorted by q then j, from one
     matrix of distances: for slices of MATRIX_CELLS or so."""
-    d = np.bitwise_count(queries[:, None, 0] ^ words[None, :, 0])
+    d = _counts(queries[:, None, 0] ^ words[None, :, 0], words.shape[1])
     for w in range(1, words.shape[1]):
         d += np.bitwise_count(queries[:, None, w] ^ words[None, :, w])
     q, j = np.nonzero(d <= k)

@@ -340,3 +340,16 @@ def test_every_row_compared_a_few_cells_at_a_time_is_exact(
         if (d := (fp ^ s).bit_count()) <= k
     )
     assert sorted(zip(q.tolist(), ds.tolist(), rows.tolist())) == expected
+
+
+@pytest.mark.parametrize("bits", [256, 320])
+def test_wide_fingerprints_far_apart_are_not_found_near(bits: int) -> None:
+    # numpy's counts of set bits are uint8: summed over 4 words or more they wrapped
+    # around, and 0 and all ones were found at distance 0 (a trial).
+    ones = (1 << bits) - 1
+    assert near_pairs([0, ones], bits=bits, distance=8) == []
+    index = BlockIndex(bits, 3)
+    index.add(0)
+    assert index.query(ones) == [] and index.query(1) == [(0, 1)]
+    far = index_module.distances(fingerprint_array([0], bits), fingerprint_array([ones], bits), bits)
+    assert far.tolist() == [bits]
