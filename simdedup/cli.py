@@ -14,7 +14,6 @@ import dataclasses
 import errno
 import functools
 import gc
-import importlib.util
 import io
 import json
 import math
@@ -38,6 +37,8 @@ import numpy as np
 from click.core import ParameterSource
 
 from . import __version__, pipeline
+from . import fingerprint as fingerprint_module
+from . import index as index_module
 from .calibrate import LabelledPair
 from .calibrate import best as best_scores
 from .calibrate import calibrate as calibrate_pairs
@@ -190,7 +191,7 @@ def _version_message() -> str:
     """--version's line, and a second where pip built simdedup without its compiled cores
     (no C compiler): pip said so only with -v, and nothing else did (a trial)."""
     message = "%(prog)s, version %(version)s"
-    if all(importlib.util.find_spec(f"simdedup.{core}") is not None for core in ("_textcore", "_indexcore")):
+    if index_module.LOOPS_BUILT and fingerprint_module.ascii_batch is not None:  # as each loaded its core
         return message
     return (
         message + "\nbuilt without its compiled cores (pip found no C compiler): the same results, in"

@@ -2347,12 +2347,17 @@ def test_a_file_that_is_no_index_gets_no_lock_file_beside_it(tmp_path: Path) -> 
 
 def test_version_says_when_simdedup_was_built_without_its_compiled_cores() -> None:
     # pip said so only with -v, and nothing else did (a trial).
-    import importlib.util
     from unittest import mock
 
     from simdedup import cli
+    from simdedup import fingerprint as fingerprint_module
+    from simdedup import index as index_module
 
     assert cli._version_message() == "%(prog)s, version %(version)s"
-    with mock.patch.object(importlib.util, "find_spec", lambda name: None):
-        second = cli._version_message().splitlines()[1]
-    assert second.startswith("built without its compiled cores (pip found no C compiler)")
+    for core in (
+        mock.patch.object(index_module, "LOOPS_BUILT", False),
+        mock.patch.object(fingerprint_module, "ascii_batch", None),
+    ):
+        with core:
+            second = cli._version_message().splitlines()[1]
+        assert second.startswith("built without its compiled cores (pip found no C compiler)")
