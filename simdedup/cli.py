@@ -515,24 +515,43 @@ class _WholeWrites:
     (the commands flush a batch at a time): a system call for each record was 33,534
     calls for `scan` of 200,000 lines, ~6% of its CPU into a file. One a stream (`of`),
     so that what it holds keeps its place among later writes; what is left at the end
-    is written by the exit functions, as the interpreter flushes a buffered stdout."""
+    is written by the exit functions, as the interpreter flushes a buffered stdout.
+
+    Held in an io.BufferedWriter, which counts what each system call wrote in C: counted
+    here, a signal's KeyboardInterrupt raised as raw.write() returned (Python runs a
+    handler once a call is back) lost the count, and those bytes were written again
+    (a batch of `filter`'s lines twice in 8 of 120 traced runs stopped by SIGTERM,
+    benchmarks/interrupts.py)."""
 
     BUFFER = 1 << 16
     of: weakref.WeakKeyDictionary[io.RawIOBase, _WholeWrites] = weakref.WeakKeyDictionary()
 
     def __init__(self, raw: io.RawIOBase) -> None:
         self.raw = raw
-        self.held = bytearray()
+        self.held = _Held(raw, self.BUFFER)
 
     def write(self, data: bytes) -> int:
-        self.held += data
-        if len(self.held) >= self.BUFFER:
-            self._write_held()
+        """Hold `data`: taken whole, or not at all where a signal is raised while what
+        is held goes out to make room (the commands hold one while they write a record,
+        _Writing). One larger than BUFFER gets a buffer as large, until the next flush."""
+        if len(data) > self.held.size:
+            self.flush()
+            self.held = _Held(self.raw, len(data))
+        try:
+            self.held.write(data)
+        except BlockingIOError as e:  # non-blocking, and full: it took the first part
+            self._rest(data, e.characters_written)
         return len(data)
 
     def flush(self) -> None:
-        self._write_held()
-        self.raw.flush()
+        while True:
+            try:
+                self.held.flush()
+                break
+            except BlockingIOError:  # non-blocking, and full: wait until it takes more
+                select.select([], [self.raw], [])
+        if self.held.size > self.BUFFER:
+            self.held = _Held(self.raw, self.BUFFER)
 
     def last_flush(self) -> None:
         """flush(), at exit: a stdout that takes no more was said by the command."""
@@ -542,22 +561,28 @@ class _WholeWrites:
     def fileno(self) -> int:
         return self.raw.fileno()
 
-    def _write_held(self) -> None:
-        """Write what is held, all of it. Raised out of a write (an interrupt, a reader
-        gone), what it did not write is held again, ahead of anything written later."""
-        held, self.held = self.held, bytearray()
-        done = 0
-        try:
-            with memoryview(held) as left:
-                while done < len(left):
-                    n = self.raw.write(left[done:])
-                    if n is None:  # non-blocking, and full: wait until it takes more
-                        select.select([], [self.raw], [])
-                        continue
-                    done += n
-        finally:
-            if done < len(held):
-                self.held[:0] = held[done:]
+    def _rest(self, data: bytes, taken: int) -> None:
+        """Hold `data` from byte `taken` on, once a non-blocking stdout takes more."""
+        with memoryview(data) as view:
+            while taken < len(view):
+                select.select([], [self.raw], [])
+                try:
+                    self.held.write(view[taken:])
+                    return
+                except BlockingIOError as e:
+                    taken += e.characters_written
+
+
+class _Held(io.BufferedWriter):
+    """_WholeWrites' buffer of `size` bytes, which never closes the raw file under it:
+    stdout's, which also the text layer over it writes to."""
+
+    def __init__(self, raw: io.RawIOBase, size: int) -> None:
+        super().__init__(raw, size)
+        self.size = size
+
+    def close(self) -> None:  # as it is collected: _WholeWrites.last_flush wrote what it held
+        pass
 
 
 class _Inert:
