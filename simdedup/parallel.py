@@ -40,14 +40,11 @@ from typing import Any, cast
 
 import numpy as np
 
-try:  # signal.signal without its wrapper's enum conversions (_whole_message)
-    from _signal import signal as _set_handler
-except ImportError:  # another Python than CPython
-    _set_handler = signal.signal
-
+from . import signals
 from .fingerprint import FeatureHasher, HashFunc, check_hasher, fingerprint_work
 from .read import BARRIER, Chunk, Document, Problem, ReadOptions, Span, SpanReader, ascii_lines, read_chunk
 from .settings import Settings
+from .signals import each_then_interrupt
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
 
@@ -389,7 +386,7 @@ def chunk_batches(
     with contextlib.closing(it) if hasattr(it, "close") else contextlib.nullcontext():
         try:
             for problems, chunk_docs, result in it:
-                cut = _each_then_interrupt(on_problem, problems)  # one while they are reported
+                cut = each_then_interrupt(on_problem, problems)  # one while they are reported
                 if result is not None:
                     docs.extend(chunk_docs)
                     results.append(result)
@@ -436,18 +433,6 @@ def held_back(it: Iterator[Any]) -> Iterator[Any]:
         while True:
             yield item
             item = next(it)
-
-
-def _each_then_interrupt(call: Callable[[Any], Any], items: Iterable[Any]) -> KeyboardInterrupt | None:
-    """call(item) for every item, a Ctrl-C raised by one held until all are done: the
-    first of them, to raise once what goes with the items is in place too."""
-    first: KeyboardInterrupt | None = None
-    for item in items:
-        try:
-            call(item)
-        except KeyboardInterrupt as e:
-            first = first or e
-    return first
 
 
 def _sliced(result: Result, start: int, stop: int | None) -> Result:
@@ -498,11 +483,11 @@ class _Workers:
 
     def send(self, conn: Connection, work: Any, then: Callable[[], None] | None = None) -> None:
         """Send `work` to the worker at `conn`, and then() once it is sent: a Ctrl-C
-        meanwhile takes effect after both (_whole_message). Raised between the two, it
+        meanwhile takes effect after both (signals.held). Raised between the two, it
         left a chunk with a worker whose answer no one waited for: 8,192 lines lost in
         15 of 120 traced runs of `filter -j2` stopped by SIGTERM (benchmarks/interrupts.py)."""
         try:
-            with _whole_message():  # pickled in here too: raised while it was, the item was lost
+            with signals.held():  # pickled in here too: raised while it was, the item was lost
                 conn.send_bytes(pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL))
                 if then is not None:
                     then()
@@ -512,14 +497,14 @@ class _Workers:
     def receive(self, conn: Connection, then: Callable[[], None] | None = None) -> Any:
         """The next answer from `conn`, and then() once it is read (ordered_map: it is no
         longer owed). A Ctrl-C while it is read takes effect once it is whole
-        (_whole_message), and then only after it is handed on (interrupted, for
+        (signals.held), and then only after it is handed on (interrupted, for
         ordered_map to raise): raised here, it lost that answer, already taken from the
         pipe, while the ones after it were still handed on, so a chunk of lines was
         missing from the middle of the output (12 runs in 20 of the Ctrl-C test of
         `fingerprint` from a pipe; none in 20 since)."""
         loaded = None
         try:
-            with _whole_message():
+            with signals.held():
                 message = conn.recv_bytes()
                 if then is not None:
                     then()
@@ -611,33 +596,6 @@ def _interrupted(workers: _Workers) -> None:
     if workers.interrupted:
         workers.interrupted = False
         raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _whole_message() -> Iterator[None]:
-    """A Ctrl-C during a message to or from a worker takes effect once it is whole.
-    Raised halfway, it left the pipe in mid-message: the next answer read from it was
-    garbage, and the run hung after Ctrl-C (2 runs in 10 of a default `scan`)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    # _signal's own function: a handler set and put back took 6.2 µs through
-    # signal.signal, which converts both to and from enums, and 0.56 µs so (timeit);
-    # two messages a 1 MiB chunk, 0.07 s of the main process's CPU in `fingerprint -j2`
-    # of 10M lines. It returns the same handler, SIG_DFL and SIG_IGN as ints, which it
-    # takes back.
-    previous = _set_handler(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        _set_handler(signal.SIGINT, previous)
-        if caught and callable(previous):
-            # each one handed on, so that the CLI counts a second one (cli._Writing)
-            if (interrupt := _each_then_interrupt(lambda signum: previous(signum, None), caught)) is not None:
-                raise interrupt
-        elif any(signum != signal.SIGINT for signum in caught):  # the CLI's SIGTERM or SIGHUP
-            raise KeyboardInterrupt  # passed on where SIGINT is ignored
 
 
 #: The signals that stop a run (cli._signals_as_ctrl_c), which workers ignore.

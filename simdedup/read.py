@@ -32,6 +32,8 @@ from typing import IO, Any, NamedTuple, overload
 
 import numpy as np
 
+from . import signals
+
 try:
     from ._textcore import line_ends as _c_line_ends
 except ImportError:  # installed without a C compiler: numpy does it
@@ -199,8 +201,25 @@ class Lines:
             return
         self._reading = True
         try:
-            while data := os.read(self.fd, self.CHUNK):
-                yield data
+            while True:
+                select.select([self.fd], [], [])  # waits here, where an interrupt loses nothing
+                data, cut = None, None
+                try:
+                    # Held: raised as os.read returned, it lost the bytes read (7,280
+                    # lines in 1 of 120 runs of `filter -j2` under strace, stopped by
+                    # SIGTERM). The read does not wait: select said it has something.
+                    with signals.held():
+                        data = os.read(self.fd, self.CHUNK)
+                except KeyboardInterrupt as e:
+                    if data is None:
+                        raise
+                    cut = e
+                if data:
+                    yield data
+                if cut is not None:
+                    raise cut
+                if not data:
+                    return
         finally:
             self._reading = False
 

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdedup import Document, Settings, parallel, pipeline
+from simdedup import Document, Settings, parallel, pipeline, signals
 from simdedup import read as read_module
 from simdedup.cli import main
 from simdedup.dedup import batches, fingerprint_documents
@@ -903,7 +903,7 @@ def test_every_ctrl_c_during_a_workers_message_is_handed_on_once_it_is_whole() -
 
     previous = signal.signal(signal.SIGINT, handler)
     try:
-        with pytest.raises(KeyboardInterrupt), parallel._whole_message():
+        with pytest.raises(KeyboardInterrupt), signals.held():
             os.kill(os.getpid(), signal.SIGINT)
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)  # both handled by now, and held
