@@ -307,7 +307,7 @@ def _signals_as_ctrl_c() -> Iterator[None]:
         if not callable(handler):  # SIGINT ignored (a script's background job): not these
             handler = _WRITING
         elif handler is not _WRITING:
-            # Held until a message to or from a worker is whole (signals.held),
+            # Held until a message to or from a worker, or a read, is whole (signals.held),
             # which then raises by itself where SIGINT is ignored, unseen by _WRITING:
             # `fingerprint -j 2 &` wrote on until the workers' chunks were drained (a
             # trial), where in the foreground it stopped at the next batch (pending).

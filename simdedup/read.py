@@ -202,12 +202,16 @@ class Lines:
         self._reading = True
         try:
             while True:
-                select.select([self.fd], [], [])  # waits here, where an interrupt loses nothing
+                # Waits here, where an interrupt loses nothing; past select's FD_SETSIZE
+                # (1,024 descriptors open), in the read, as before.
+                with contextlib.suppress(ValueError):
+                    select.select([self.fd], [], [])
                 data, cut = None, None
                 try:
                     # Held: raised as os.read returned, it lost the bytes read (7,280
                     # lines in 1 of 120 runs of `filter -j2` under strace, stopped by
-                    # SIGTERM). The read does not wait: select said it has something.
+                    # SIGTERM). The read does not wait: select said it has something
+                    # (unless another reader of the pipe took it first).
                     with signals.held():
                         data = os.read(self.fd, self.CHUNK)
                 except KeyboardInterrupt as e:
@@ -215,7 +219,12 @@ class Lines:
                         raise
                     cut = e
                 if data:
-                    yield data
+                    try:
+                        yield data
+                    except GeneratorExit:  # closed after the yield: the interrupt still goes on
+                        if cut is not None:
+                            raise cut from None
+                        raise
                 if cut is not None:
                     raise cut
                 if not data:
@@ -235,7 +244,12 @@ class Lines:
 
     def quiet(self, seconds: float) -> bool:
         """Whether the stream gives nothing to read (not even its end) for `seconds`."""
-        return self.fd is not None and not select.select([self.fd], [], [], seconds)[0]
+        if self.fd is None:
+            return False
+        try:
+            return not select.select([self.fd], [], [], seconds)[0]
+        except ValueError:  # past select's FD_SETSIZE: never known to wait (a review)
+            return False
 
 
 def is_stream(path: str) -> bool:
