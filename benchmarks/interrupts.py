@@ -6,21 +6,28 @@ SIGTERM after AFTER seconds, and once the command has ended reads what it left i
 pipe. Lines consumed (whole lines the command took from the pipe) against lines
 answered (all are unique, so `filter` writes each) gives the lines lost; lines written
 twice are counted too. `--short` writes lines of one short word (`w1x2a`), so that a read
-holds thousands of them. Extra arguments go to `simdedup filter` (e.g. `-j2`). SIMDEDUP
-names another command to run, for a comparison. See benchmarks/README.md, "Stop 50".
+holds thousands of them. `--strace` runs the command as stop 51 measured it: through
+this script (`--traced`), which starts it under strace (Linux; its writes, forks and
+kills traced to files, removed after) and passes the SIGTERM on to it; the command
+runs slower, and the instants where a signal loses or doubles lines are hit far more
+often. Extra arguments go to `simdedup filter` (e.g. `-j2`). SIMDEDUP names another
+command to run, for a comparison. See benchmarks/README.md, "Stop 50" and "Stop 51".
 
 Run: .venv/bin/python benchmarks/interrupts.py --short 0 0.6 8 -j2   (about 10 s)
+     .venv/bin/python benchmarks/interrupts.py --short --strace 0 0.9 40 -j2   (about a minute)
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import fcntl
 import os
 import random
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -78,14 +85,33 @@ def trial(command: list[str], gap: float, after: float, tag: int, short: bool) -
     )
 
 
+def traced(command: list[str]) -> int:
+    """Run `command` under strace, passing a SIGTERM on to it (strace itself would
+    not), and return its exit status."""
+    with tempfile.TemporaryDirectory() as traces:
+        options = ["-ff", "-s", "24", "-e", "trace=write,clone,clone3,exit_group,kill", "-o", f"{traces}/t"]
+        proc = subprocess.Popen(["strace", *options, *command])
+
+        def pass_on(signum: int, frame: object) -> None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                child = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0]
+                os.kill(int(child), signum)
+
+        signal.signal(signal.SIGTERM, pass_on)
+        return proc.wait()
+
+
 def main() -> None:
     args = sys.argv[1:]
-    short = "--short" in args
-    args = [a for a in args if a != "--short"]
+    if args[:1] == ["--traced"]:
+        sys.exit(traced(args[1:]))
+    short, through_strace = "--short" in args, "--strace" in args
+    args = [a for a in args if a not in ("--short", "--strace")]
     gap, after, trials = float(args[0]), float(args[1]), int(args[2])
     simdedup = os.environ.get("SIMDEDUP", str(Path(sys.executable).with_name("simdedup")))
     for tag in range(trials):
-        print(trial([simdedup, "filter", "-q", *args[3:]], gap, after, tag, short), flush=True)
+        wrapper = [sys.executable, __file__, "--traced"] if through_strace else []
+        print(trial([*wrapper, simdedup, "filter", "-q", *args[3:]], gap, after, tag, short), flush=True)
 
 
 if __name__ == "__main__":
