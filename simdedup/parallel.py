@@ -44,7 +44,6 @@ from . import signals
 from .fingerprint import FeatureHasher, HashFunc, check_hasher, fingerprint_work
 from .read import BARRIER, Chunk, Document, Problem, ReadOptions, Span, SpanReader, ascii_lines, read_chunk
 from .settings import Settings
-from .signals import each_then_interrupt
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
 
@@ -386,7 +385,7 @@ def chunk_batches(
     with contextlib.closing(it) if hasattr(it, "close") else contextlib.nullcontext():
         try:
             for problems, chunk_docs, result in it:
-                cut = each_then_interrupt(on_problem, problems)  # one while they are reported
+                cut = signals.each_then_interrupt(on_problem, problems)  # one while they are reported
                 if result is not None:
                     docs.extend(chunk_docs)
                     results.append(result)
@@ -502,22 +501,20 @@ class _Workers:
         pipe, while the ones after it were still handed on, so a chunk of lines was
         missing from the middle of the output (12 runs in 20 of the Ctrl-C test of
         `fingerprint` from a pipe; none in 20 since)."""
-        loaded = None
+
+        def read() -> Any:
+            message = conn.recv_bytes()
+            if then is not None:
+                then()
+            # Unpickled with the signal held too: raised while it was (ms for a chunk's
+            # documents), it lost the answer, 8,192 lines (3 of 48 traced runs of `filter -j2`).
+            return pickle.loads(message)
+
         try:
-            with signals.held():
-                message = conn.recv_bytes()
-                if then is not None:
-                    then()
-                # Unpickled here too: raised while it was (ms for a chunk's documents), the
-                # Ctrl-C lost the answer, 8,192 lines (3 of 48 traced runs of `filter -j2`).
-                loaded = pickle.loads(message)
+            (ok, answer), cut = signals.done_whole(read)
         except (EOFError, OSError) as e:
             raise _died() from e
-        except KeyboardInterrupt:
-            if loaded is None:
-                raise
-            self.interrupted = True
-        ok, answer = loaded
+        self.interrupted = self.interrupted or cut is not None
         if not ok and answer is MemoryError:
             raise MemoryError("a fingerprinting worker ran out of memory")
         if not ok:

@@ -206,18 +206,11 @@ class Lines:
                 # (1,024 descriptors open), in the read, as before.
                 with contextlib.suppress(ValueError):
                     select.select([self.fd], [], [])
-                data, cut = None, None
-                try:
-                    # Held: raised as os.read returned, it lost the bytes read (7,280
-                    # lines in 1 of 120 runs of `filter -j2` under strace, stopped by
-                    # SIGTERM). The read does not wait: select said it has something
-                    # (unless another reader of the pipe took it first).
-                    with signals.held():
-                        data = os.read(self.fd, self.CHUNK)
-                except KeyboardInterrupt as e:
-                    if data is None:
-                        raise
-                    cut = e
+                # Held: raised as os.read returned, it lost the bytes read (7,280 lines
+                # in 1 of 120 runs of `filter -j2` under strace, stopped by SIGTERM). The
+                # read does not wait: select said it has something (unless another
+                # reader of the pipe took it first).
+                data, cut = signals.done_whole(partial(os.read, self.fd, self.CHUNK))
                 if data:
                     try:
                         yield data

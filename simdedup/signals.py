@@ -11,7 +11,9 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 try:  # signal.signal without its wrapper's enum conversions (held)
     from _signal import signal as _set_handler
@@ -46,6 +48,23 @@ def held() -> Iterator[None]:
                 raise interrupt
         elif any(signum != signal.SIGINT for signum in caught):  # the CLI's SIGTERM or SIGHUP
             raise KeyboardInterrupt  # passed on where SIGINT is ignored
+
+
+def done_whole(call: Callable[[], T]) -> tuple[T, KeyboardInterrupt | None]:
+    """call() with a Ctrl-C held (held), and the Ctrl-C that came meanwhile, for the
+    caller to raise once it has handed the result on; one raised before call() is
+    done (where held() does not hold) is raised here. Raised at once, it lost what the
+    call did: an answer read from a worker, bytes read from a pipe."""
+    done = False
+    try:
+        with held():
+            result = call()
+            done = True
+    except KeyboardInterrupt as e:
+        if not done:
+            raise
+        return result, e
+    return result, None
 
 
 def each_then_interrupt(call: Callable[[Any], Any], items: Iterable[Any]) -> KeyboardInterrupt | None:
