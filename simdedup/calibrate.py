@@ -17,7 +17,7 @@ from .features import normalized_many
 from .fingerprint import BATCH_SIZE, FeatureHasher, distance, normalized_batch_fingerprints
 from .settings import MAX_DISTANCE, MIN_JACCARD, Settings
 from .sketch import SKETCH, similarity, text_sketches
-from .verify import too_few_bins
+from .verify import candidate_distance, too_few_bins, verifies
 
 
 @dataclass(frozen=True)
@@ -120,27 +120,22 @@ def calibrate(
     for name, (settings, min_jaccard) in presets.items():
         fa, ha = _fingerprints_and_heads([p.a for p in pairs], settings)
         fb, hb = _fingerprints_and_heads([p.b for p in pairs], settings)
-        d = [distance(x, y) if x is not None and y is not None else None for x, y in zip(fa, fb)]
-        if min_jaccard is not None:  # heads are verification's candidates (verify.py)
-            d = [
-                min(dist, distance(x, y)) if dist is not None and x is not None and y is not None else dist
-                for dist, x, y in zip(d, ha, hb)
-            ]
+        d_whole = [_distance(x, y) for x, y in zip(fa, fb)]
+        d_head = [_distance(x, y) for x, y in zip(ha, hb)]
         if min_jaccard is not None:
             if settings.fold not in sketches:
                 sa = text_sketches([p.a for p in pairs], settings.fold)
                 sb = text_sketches([p.b for p in pairs], settings.fold)
                 sketches[settings.fold] = (sa, sb, similarity(sa, sb))
             sa, sb, sims = sketches[settings.fold]
-            # Pairs of a few words verify only with equal fingerprints (verify.too_few_bins).
             unequal = np.array([x is None or y is None or x != y for x, y in zip(fa, fb)], bool)
-            verified = ((sims >= min_jaccard) & ~too_few_bins(SKETCH, sa, sb, unequal)).tolist()
-            # Two short documents (exact sketches) are candidates by their shingles,
-            # whatever the distance (prefixes.py): as at distance 0 here.
+            few = too_few_bins(SKETCH, sa, sb, unequal).tolist()
             short = (SKETCH.exact_rows(sa) & SKETCH.exact_rows(sb)).tolist()
-            d = [0 if by_shingles and dist is not None else dist for dist, by_shingles in zip(d, short)]
         else:
-            verified = [True] * len(pairs)
+            sims, few, short = [1.0] * len(pairs), [False] * len(pairs), [False] * len(pairs)
+        # As scan decides a pair (verify.candidate_distance, verify.verifies).
+        d = [candidate_distance(*x, min_jaccard) for x in zip(d_whole, d_head, short)]
+        verified = [verifies(float(j), f, min_jaccard) for j, f in zip(sims, few)]
         for k in distances:
             tp = fp = fn = 0
             for pair, dist, ok in zip(pairs, d, verified):
@@ -165,6 +160,10 @@ def _fingerprints_and_heads(
         fps += batch_fps
         heads += batch_heads
     return fps, heads
+
+
+def _distance(x: int | None, y: int | None) -> int | None:
+    return None if x is None or y is None else distance(x, y)
 
 
 def best(scores: Iterable[Score]) -> dict[str, Score]:

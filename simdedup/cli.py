@@ -132,7 +132,15 @@ from .store import (
     replacing_mode,
     write_index,
 )
-from .verify import FEWEST_BINS, MIN_JACCARD, VerifyingDeduplicator, deduplicator, too_few_bins
+from .verify import (
+    FEWEST_BINS,
+    MIN_JACCARD,
+    VerifyingDeduplicator,
+    candidate_distance,
+    deduplicator,
+    too_few_bins,
+    verifies,
+)
 
 DEFAULTS = Settings()
 
@@ -2506,8 +2514,9 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     # Two short documents are candidates by their shingles' prefixes (prefixes.py), where
     # they reach the Jaccard; scan skips a value held by PREFIX_CROWD kept documents.
     by_prefix = exactly and verify is not None
-    candidate = d <= settings.distance or (head_d is not None and head_d <= settings.distance) or by_prefix
-    near = candidate and (verify is None or (jaccard >= verify and not few))
+    at = candidate_distance(d, head_d, exactly, verify)  # int: neither side is empty here
+    candidate = at is not None and at <= settings.distance
+    near = candidate and verifies(jaccard, few, verify)
     # The index's blocks: two documents are candidates when they agree on a whole key.
     # From k = 7 none: every query is compared with every stored row (--json said 8).
     layout = Layout.for_(settings.bits, settings.distance)

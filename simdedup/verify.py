@@ -92,6 +92,29 @@ def too_few_bins(sketcher: Sketcher, a: np.ndarray, b: np.ndarray, ds: np.ndarra
     return binned | single
 
 
+def candidate_distance(
+    d: int | None, head_d: int | None, short: bool, min_jaccard: float | None
+) -> int | None:
+    """The smallest distance k at which scan compares two documents, one pair at a time
+    (compare, calibrate): their fingerprints' distance d; verified (min_jaccard given),
+    also their heads' (head_d, None where either has none) and 0 for two short documents
+    (`short`: both sketches exact), which are candidates by their shingles (prefixes.py)
+    whatever their distance. None where either has no fingerprint: an empty document is
+    near nothing. The pair is a near-duplicate at k when this is <= k and verifies()."""
+    if d is None or min_jaccard is None:
+        return d
+    if short:
+        return 0
+    return d if head_d is None else min(d, head_d)
+
+
+def verifies(jaccard: float, few: bool, min_jaccard: float | None) -> bool:
+    """Whether a candidate pair is a near-duplicate on its shingles: without verification
+    (min_jaccard None), always; else when its estimated Jaccard reaches min_jaccard and
+    it is not too small to tell (`few`: too_few_bins)."""
+    return min_jaccard is None or (jaccard >= min_jaccard and not few)
+
+
 class VerifyingDeduplicator(Deduplicator):
     """Keep-first dedup where a candidate must also reach `min_jaccard` on shingles,
     estimated from sketches; of those that do, the most similar kept document wins

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from simdedup import Document, Settings, dedup
 from simdedup.calibrate import LabelledPair, Score, best, calibrate, presets
@@ -73,6 +75,63 @@ def test_pairs_of_a_few_words_verify_only_with_equal_fingerprints_as_in_scan() -
     ]
     [score] = calibrate(pairs, {"x": (Settings(), 0.8)}, [4])
     assert (score.tp, score.fp, score.fn) == (1, 0, 0)
+
+
+WORDS = [f"w{i}" for i in range(40)] + ["the", "it", "code", "and", "of"]
+
+
+@st.composite
+def edited_pairs(draw: st.DrawFn) -> tuple[str, str]:
+    """A text of 0 to 150 words and a copy with a few words changed, inserted or dropped,
+    and a header or footer: pairs on both sides of every part of the rule (short ones
+    compared by their shingles, long ones by heads, a few words, empty ones)."""
+    n = draw(st.sampled_from([0, 2, 8, 30, 60, 61, 62, 90, 150]))
+    a = draw(st.lists(st.sampled_from(WORDS), min_size=n, max_size=n))
+    b = list(a)
+    for _ in range(draw(st.integers(0, 6))):
+        at = draw(st.integers(0, len(b)))
+        edit = draw(st.sampled_from(["change", "insert", "drop"]))
+        if edit == "insert":
+            b.insert(at, draw(st.sampled_from(WORDS)))
+        elif at < len(b):
+            b[at : at + 1] = [draw(st.sampled_from(WORDS))] if edit == "change" else []
+    header = draw(st.lists(st.sampled_from(WORDS), max_size=12))
+    b = header + b if draw(st.booleans()) else b + header
+    return " ".join(a), " ".join(b)
+
+
+BODY = " ".join(f"b{i}" for i in range(150))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pair=edited_pairs(), verify=st.sampled_from([0.8, None]))
+# A case of each part of the rule, should the examples drawn miss it: a long copy found
+# by its head alone, a short one by its shingles, one at exactly the Jaccard asked,
+# pairs of a few words either way.
+@example(pair=(BODY, BODY + " " + " ".join(f"tail{i}" for i in range(20))), verify=0.8)
+@example(
+    pair=(
+        "alpha beta gamma delta epsilon zeta eta theta",
+        "alpha beta gamma delta epsilon zeta eta theta iota",
+    ),
+    verify=0.8,
+)
+@example(pair=("26608", "52640"), verify=0.8)  # one shingle each, whose kept bits agree
+@example(pair=(" ".join(WORDS[:18]), " ".join(WORDS[:22])), verify=0.8)  # Jaccard 16 / 20, exactly
+@example(pair=("a b c", "A b, c!"), verify=0.8)
+def test_compare_and_calibrate_call_a_pair_near_exactly_when_scan_does(
+    pair: tuple[str, str], verify: float | None
+) -> None:
+    # The rule each applies to one pair (verify.candidate_distance, verifies) against
+    # scan's own decisions, which the index, heads and prefixes make for a batch.
+    a, b = pair
+    docs = [Document("a", a, b""), Document("b", b, b"")]
+    scanned = list(dedup(docs, verify=verify))[1].status == "duplicate"
+    [score] = calibrate([LabelledPair(a, b, True)], {"x": (Settings(), verify)}, [Settings().distance])
+    flag = ["--verify", str(verify)] if verify is not None else ["--no-verify"]
+    compared = CliRunner().invoke(main, ["compare", "--text", a, "--text", b, *flag])
+    assert compared.exit_code in (0, 1), compared.output
+    assert (score.tp == 1, compared.exit_code == 0) == (scanned, scanned)
 
 
 def test_score_arithmetic() -> None:
@@ -184,8 +243,8 @@ def test_cli_reads_pairs_as_scan_reads_jsonl(tmp_path: Path) -> None:
         result = CliRunner().invoke(main, ["calibrate", str(path), "--max-distance", "2"])
         assert (result.exit_code, result.stderr) == (0, ""), result.output
         assert result.stdout.startswith("4 pairs, 2 labelled duplicate\n")
-    for args, given in (([str(hidden)], b""), (["-"], packed.read_bytes())):
-        result = CliRunner().invoke(main, ["calibrate", *args], input=given)
+    for args, stdin in (([str(hidden)], b""), (["-"], packed.read_bytes())):
+        result = CliRunner().invoke(main, ["calibrate", *args], input=stdin)
         assert result.exit_code == 3 and result.stderr.count("gzip data is not read as text") == 1
     # gzip's header holds its mtime: one with a newline byte in it made the first line four
     # bytes that looked like UTF-16LE text (this test failed on ~1 run in 60).
