@@ -1277,7 +1277,7 @@ class Outputs(contextlib.ExitStack):
                     continue
                 target = os.path.realpath(path)
                 try:
-                    if what in _REPLACED and self._replaceable(target):
+                    if what in _REPLACED and self._replaceable(path):
                         fd, written = _temporary_beside(target)
                         os.close(fd)
                         os.unlink(written)
@@ -1331,7 +1331,7 @@ class Outputs(contextlib.ExitStack):
         if _stdout_named(path) == "-":  # records shown inert on a terminal; documents as they are
             return _stdout(inert=what not in _DOCUMENTS)
         target = os.path.realpath(path)
-        replace = what in _REPLACED and self._replaceable(target)
+        replace = what in _REPLACED and self._replaceable(path)
         try:
             if replace:
                 fd, written = _temporary_beside(target)
@@ -1375,13 +1375,17 @@ class Outputs(contextlib.ExitStack):
             written.add(file_identity(os.stat(path)))
         return dataclasses.replace(options, written=frozenset(written - {None}))
 
-    def _replaceable(self, target: str) -> bool:
-        """Whether `target` can be written as a temporary file renamed over it. Not a
-        device or a pipe (/dev/stderr, /dev/full): the file would take its place. Not
-        where an input directory would read the temporary file as a document (--exclude
-        left out the output's name, not the temporary one's)."""
-        if os.path.exists(target) and not os.path.isfile(target):
+    def _replaceable(self, path: str) -> bool:
+        """Whether `path` can be written as a temporary file renamed over the file it
+        names (os.path.realpath). Not a device or a pipe (/dev/stderr, /dev/full): the
+        file would take its place. Asked of the path, links followed, not of its real
+        path: a pipe's /dev/fd/N resolves to pipe:[N], which names no file, so bash's
+        `--summary-json >(jq .)` was refused (a trial). Not where an input directory
+        would read the temporary file as a document (--exclude left out the output's
+        name, not the temporary one's)."""
+        if os.path.exists(path) and not os.path.isfile(path):
             return False
+        target = os.path.realpath(path)
         temporary = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.XXXXXXXX.tmp")
         return not any(os.path.isdir(s) and walk_reads(s, temporary, self.options) for s in self.sources)
 

@@ -155,6 +155,40 @@ def test_an_output_whose_reader_quit_is_named_in_an_error_not_a_quiet_141(
 
 
 @linux_only
+@pytest.mark.parametrize("option", ["--summary-json", "--report"])
+def test_an_output_to_a_pipe_given_as_dev_fd_is_written_to_the_pipe(tmp_path: Path, option: str) -> None:
+    # bash's `--summary-json >(jq .)`: the path /dev/fd/N of a pipe, whose real path
+    # (pipe:[N]) names no file. --summary-json, written beside and renamed over a file,
+    # was refused (exit 2: "No such file or directory"), where --report worked (a trial).
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{LINE}\n{LINE}\n{OTHER}\n")
+    read_end, write_end = os.pipe()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "simdedup", "scan", str(lines), "-q", option, f"/dev/fd/{write_end}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(write_end,),
+            timeout=120,
+        )
+        os.close(write_end)
+        written = os.read(read_end, 1 << 20).decode()
+    finally:
+        os.close(read_end)
+        with contextlib.suppress(OSError):
+            os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, b"")
+    if option == "--summary-json":
+        assert json.loads(written)["documents"] == 3
+    else:
+        assert [json.loads(line)["status"] for line in written.splitlines()] == [
+            "unique",
+            "duplicate",
+            "unique",
+        ]
+
+
+@linux_only
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_full_disk_under_one_of_several_outputs_is_named(tmp_path: Path) -> None:
     lines = tmp_path / "lines.txt"
