@@ -1476,7 +1476,10 @@ def _parse_record(
         ident = load_json(text, numbers_as_written=True)[options.id_field]
     # An empty id names nothing (as a duplicate_of, CSV and TSV write it as they write
     # null; a review): the record is named PATH:LINE, as one without an id.
-    doc_id = where if ident is None or ident == "" else ident if type(ident) is str else _id_text(ident)
+    if isinstance(ident, (list, dict)):  # as written: its numbers, its spacing, its letters
+        doc_id = _written_value(text, options.id_field)
+    else:
+        doc_id = where if ident is None or ident == "" else ident if type(ident) is str else _id_text(ident)
     if options.features_field is not None:
         if options.features_field not in record:
             on_problem(Problem(where, "bad-record", f"no {options.features_field!r} field"))
@@ -1554,8 +1557,32 @@ def _long_int(digits: str) -> int | str:
 
 
 def _id_text(ident: object) -> str:
-    """A JSONL id that is not a string, as JSON writes it (1, true, [1, 2])."""
+    """A JSONL id that is a number or a boolean, as JSON writes it (1, true)."""
     return str.__str__(ident) if isinstance(ident, _NumberText) else json.dumps(ident)
+
+
+def _written_value(text: str, field: str) -> str:
+    """The text of the value of a JSON object's last `field` (the one json.loads keeps),
+    as it stands in `text`, which holds that object alone. An id that is an array or an
+    object: written again by json.dumps, its letters came out as \\u escapes (a Chinese
+    id could not be found with grep) and its numbers as Python reads them (1.10 as 1.1,
+    1e2 as 100.0; a trial)."""
+    value = json.JSONDecoder(parse_int=_long_int, parse_constant=_constant).raw_decode
+    at, found = text.index("{") + 1, ""
+    while (at := _past_space(text, at)) < len(text) and text[at] == '"':
+        key, at = json.decoder.scanstring(text, at + 1)
+        start = _past_space(text, _past_space(text, at) + 1)  # past the colon
+        at = value(text, start)[1]
+        if key == field:
+            found = text[start:at]
+        at = _past_space(text, at) + 1  # past the comma
+    return found
+
+
+def _past_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in JSON_SPACE:
+        at += 1
+    return at
 
 
 def load_json(text: str, numbers_as_written: bool = False) -> Any:

@@ -1475,6 +1475,20 @@ def test_json_records_name_their_json_type_and_keep_numeric_ids_as_written(tmp_p
     assert "-:1: error: no 'f' field" in missing.stderr
 
 
+def test_ids_that_are_arrays_or_objects_are_written_as_they_stand_in_the_record(tmp_path: Path) -> None:
+    # Written again by json.dumps, 中 came out as \\u4e2d, 1.10 as 1.1 and 1e2 as 100.0,
+    # and {"x":"é"} and {"x":"\\u00e9"} were one id (a trial). The last "id" is the one
+    # JSON readers keep; a text of its own, then a long integer, precede it.
+    records = tmp_path / "r.jsonl"
+    ids = ['["中", 1.10, 1e2]', '{"x":"é"}', '{"x":"\\u00e9"}', "[ [3,\t4] , {} ]", f"[{'9' * 5000}]"]
+    lines = [f'{{"id": {ident}, "text": "words of record {i}"}}' for i, ident in enumerate(ids)]
+    lines.append('{ "id" : [0], "text" : "the last id" , "n": 1, "id" :[1, "a"]}')
+    records.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run("scan", str(records), "-q", "--report", "-")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert [json.loads(r)["id"] for r in result.stdout.splitlines()] == [*ids, '[1, "a"]']
+
+
 def test_calibrate_names_a_json_list_and_warns_of_pairs_of_one_kind(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('[1]\n{"a": "x y", "b": "p q", "duplicate": false}\n')
