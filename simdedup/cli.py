@@ -599,9 +599,15 @@ class _Inert:
     `\\u202e`; a crawled id drove the terminal, a trial), tabs and newlines kept, as the
     rows are laid out with them. Redirected, stdout gets every byte as it is."""
 
-    _ESCAPES = {c: e for c, e in _CONTROL_ESCAPES.items() if c not in (ord("\t"), ord("\n"))}
-    #: What report.RecordWriter escapes in a CSV field written here: tabs and newlines too.
-    field_escapes = _CONTROL_ESCAPES
+    #: DEL and the C1 controls as \u escapes, which JSON reads too (JSON writes the other
+    #: controls so itself): a JSONL record shown here stays JSON (`\x7f` is none, a trial).
+    _ESCAPES = {
+        **{c: e for c, e in _CONTROL_ESCAPES.items() if c not in (ord("\t"), ord("\n"))},
+        **{c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)},
+    }
+    #: What report.RecordWriter escapes in a CSV field written here: tabs and newlines too,
+    #: and backslashes, so that an id holding a newline and one holding `\n` differ (a trial).
+    field_escapes = {**_CONTROL_ESCAPES, ord("\\"): "\\\\"}
 
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream = stream

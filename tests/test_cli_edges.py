@@ -1025,8 +1025,9 @@ def test_a_newline_or_tab_in_a_name_splits_no_csv_row_on_a_terminal_nor_a_compar
     # On a terminal, CSV's quoted fields and compare's names showed them raw, and a row
     # or a line split there; a CR was escaped, but the field quoted as if it were not
     # (a session's review).
+    # A backslash was shown as it is, so `b\\nnew` and b, newline, new looked alike (a trial).
     records = tmp_path / "e.jsonl"
-    ids = ["b\nnew", "c\ttab", "cr\rhere"]
+    ids = ["b\nnew", "c\ttab", "cr\rhere", "b\\nnew"]
     records.write_text("".join(json.dumps({"id": i, "text": LINE}) + "\n" for i in ids))
     odd = tmp_path / "b\nnewline.txt"
     odd.write_text(LINE)
@@ -1036,6 +1037,7 @@ def test_a_newline_or_tab_in_a_name_splits_no_csv_row_on_a_terminal_nor_a_compar
         f"1,kept,b\\nnew,0,{listing[1].split(',')[-1]}",
         f"1,duplicate,c\\ttab,0,{listing[1].split(',')[-1]}",
         f"1,duplicate,cr\\rhere,0,{listing[1].split(',')[-1]}",
+        f"1,duplicate,b\\\\nnew,0,{listing[1].split(',')[-1]}",
     ]
     compared = run("compare", str(odd), "--text", LINE).stdout.splitlines()
     assert f"  {tmp_path}/b\\nnewline.txt (" in compared[0]
@@ -1043,6 +1045,31 @@ def test_a_newline_or_tab_in_a_name_splits_no_csv_row_on_a_terminal_nor_a_compar
     monkeypatch.setattr(cli_module, "_isatty", lambda stream: False)
     redirected = run("scan", str(records), "--format", "csv", "-q").stdout
     assert [row[2] for row in csv.reader(io.StringIO(redirected))][1:] == ids  # every byte, quoted
+
+
+def test_jsonl_results_on_a_terminal_stay_json_with_their_controls_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DEL and the C1 controls were shown as \x7f, \x85, which JSON does not read: a
+    # record copied from the terminal into jq failed (a trial).
+    records = tmp_path / "e.jsonl"
+    ids = ["del\x7fx", "nel\x85y", "csi\x9b2J", "esc\x1b[2J", "rlo\u202eevil"]
+    records.write_text(
+        "".join(json.dumps({"id": i, "text": f"{LINE} {n}"}) + "\n" for n, i in enumerate(ids))
+    )
+    monkeypatch.setattr(cli_module, "_isatty", lambda stream: True)
+    for command in (
+        ["scan", "--report", "-"],
+        ["fingerprint", "--format", "jsonl"],
+        ["scan", "--format", "jsonl"],
+    ):
+        shown = run(*command, str(records), "-q").stdout
+        assert not any(0x7F <= ord(c) < 0xA0 or c in "\x1b\u202e" for c in shown), (command, shown)
+        records_shown = [json.loads(line) for line in shown.splitlines()]
+        if command == ["scan", "--format", "jsonl"]:  # one group: the first kept, the rest its copies
+            [group] = records_shown
+            records_shown = [{"id": group["kept"]}, *group["duplicates"]]
+        assert [r["id"] for r in records_shown] == ids, command
 
 
 # ---------------------------------------------------------------- given weights
