@@ -659,6 +659,15 @@ def _unsaid_dropped() -> Iterator[None]:
 
 #: Lines of one file named with the same problem, at most (Messages._repeated).
 SAME_LINES_SAID = 10
+#: Said once a run, after its first line that is not UTF-8. Chinese in GBK, read so, is
+#: mostly symbols, and different lines were one document: 准备: %s and 打开"%s" were both
+#: the word `s` (a trial). No encoding is guessed: 8-bit text decodes as GBK too.
+_OTHER_ENCODINGS = (
+    "simdedup reads UTF-8; text in another encoding is read as other words, and for Chinese,"
+    " Japanese or Korean (GBK, GB18030, Big5, Shift_JIS, EUC-KR) mostly as symbols, so that"
+    " different lines can be one document: convert such input to UTF-8 first"
+    " (iconv -f GB18030 -t UTF-8, or the encoding's name)"
+)
 _DIGITS = re.compile(r"[0-9][0-9,.]*")
 
 
@@ -673,6 +682,7 @@ class Messages:
         self.progress_active = False
         #: (file, message) -> how many lines of that file had it said (_repeated)
         self._lines_said: dict[tuple[str, str], int] = {}
+        self._encodings_said = False
 
     def _say(self, text: str) -> None:
         with _unsaid_dropped():
@@ -694,6 +704,9 @@ class Messages:
             )
         else:
             self.warn(p.where, message)
+        if p.kind == "invalid-utf8" and not self._encodings_said and not self.quiet:
+            self._encodings_said = True
+            self._say(f"{click.style('note', fg='cyan')}: {_OTHER_ENCODINGS}")
 
     def _repeated(self, p: Problem) -> str | None:
         """The message to say of a line's problem, or None once SAME_LINES_SAID lines of
