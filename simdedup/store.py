@@ -839,7 +839,7 @@ def index_lock(
     on_wait: Callable[[str], None] | None = None,
     *,
     replaces: bool = True,
-) -> Iterator[None]:
+) -> Iterator[Callable[[], bool]]:
     """Hold the lock of the index at `path` (the file PATH.lock, locked with flock(2), so
     the kernel releases it when its holder dies, even by kill -9). Waits up to `wait`
     seconds for another holder, telling on_wait so first (a cron run's log said nothing
@@ -848,7 +848,10 @@ def index_lock(
     creating a file there, so it is caught before any work). A symbolic link is
     locked as its target is (next to the target), so a run through the link and one
     on the target exclude each other. `replaces`: the holder will replace the file,
-    which must then be writable (a read-only one is refused, not replaced)."""
+    which must then be writable (a read-only one is refused, not replaced). Gives a
+    function that says whether PATH.lock is still the file locked: removed while held
+    (a "stale lock" cleaned up by hand), and made again by another run, it no longer
+    keeps that run out, and the run that saved last dropped the other's rows (a trial)."""
     from filelock import FileLock, Timeout
 
     shown, path = path, os.path.realpath(path)
@@ -867,9 +870,14 @@ def index_lock(
         raise IndexFileError(f"{shown}: not a simdedup index file")
     try:  # filelock would take a lock file it cannot make for one that another run holds
         made = not os.path.lexists(lock_path(path))
-        os.close(os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644))
+        os.close(os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o666))  # under the umask
         if made:  # root's cron run for a user: the index stays the user's, so must its lock,
             give_owner(lock_path(path), path)  # which the user's own runs open to write
+            # and those who may write the index may open its lock to write: made 0644, a
+            # group's shared index (0664) refused its other members (a trial)
+            with suppress(OSError):
+                made_mode = os.stat(lock_path(path)).st_mode & 0o666
+                os.chmod(lock_path(path), made_mode | os.stat(path).st_mode & 0o666)
     except OSError as e:
         # a lock path there already (a directory, a dangling link) is what fails, else the directory
         where = lock_path(shown) if os.path.lexists(lock_path(path)) else directory
@@ -898,14 +906,25 @@ def index_lock(
     except OSError as e:
         raise IndexFileError(f"cannot write index {shown}: {directory}: {e.strerror or e}") from e
     try:
+        locked = _identity(lock_path(path))
         _probe_writable(path)
         if replaces and os.path.isfile(path) and (why := _not_replaceable(path)) is not None:
             # An immutable one (chattr +i) failed only at the save, after the night's
             # outputs were written; a read-only one was replaced (a trial, a review).
             raise IndexFileError(f"cannot write index {shown}: {why}; make it writable, or give a copy of it")
-        yield
+        # Removed and not made again, it kept no run out: no other run came since.
+        yield lambda: _identity(lock_path(path)) in (locked, None)
     finally:
         lock.release()
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The device and inode of the file at `path`, or None where there is none."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 #: ioctl(2) FS_IOC_GETFLAGS (Linux, 64-bit), and the flags of chattr's +i and +a.
@@ -999,6 +1018,7 @@ class IndexSession:
         self._runs: list[dict[str, Any]] = []
         self._created: str | None = None
         self._lock: Any = None
+        self._still_locked: Callable[[], bool] = lambda: False
         #: A digest of the ids preload() gave (None: not preloaded), which save() checks.
         self._preloaded: str | None = None
         # The stored sketches while no VerifyingDeduplicator holds them (--no-verify runs
@@ -1010,7 +1030,7 @@ class IndexSession:
 
     def __enter__(self) -> IndexSession:
         self._lock = index_lock(self.path, self.wait, self.on_wait)
-        self._lock.__enter__()
+        self._still_locked = self._lock.__enter__()
         try:
             self.existed = self.path.exists()
             if self.existed:
@@ -1128,6 +1148,13 @@ class IndexSession:
             headed=headed,
             unindexed=dd.index.unindexed_array().astype(np.uint8) if dd.index.unindexed else None,
         )
+        if not self._still_locked():
+            raise IndexFileError(
+                f"cannot save index {self.path}: its lock file {lock_path(self.path)} was removed while this"
+                " run held it, and another run has made it again, so that run may have saved the index"
+                " meanwhile, and this save would drop its rows: the index is left as it is, without this"
+                " run's documents (leave the lock file in place; it is no stale lock)"
+            )
         write_index(self.path, index)
         self.saved = len(index)
         return index

@@ -542,6 +542,29 @@ def test_a_lock_made_for_another_users_index_is_that_users(small: Path) -> None:
     assert (st.st_uid, st.st_gid) == (65534, 65534)
 
 
+@pytest.mark.parametrize(
+    ("index_mode", "umask", "lock_mode"), [(0o664, 0o022, 0o664), (None, 0o002, 0o664), (0o600, 0o022, 0o644)]
+)
+def test_a_lock_can_be_opened_by_whoever_may_write_its_index(
+    tmp_path: Path, index_mode: int | None, umask: int, lock_mode: int
+) -> None:
+    # Made 0644 whatever the umask and the index, a group's shared index (0664) could not
+    # be used by the group's other members (a trial): the lock follows the umask, and
+    # gives the index's readers and writers the same rights.
+    path = tmp_path / "shared.sdx"
+    if index_mode is not None:
+        write_index(path, make_index([7], ["x"], [0]))
+        path.chmod(index_mode)
+        Path(lock_path(path)).unlink(missing_ok=True)
+    was = os.umask(umask)
+    try:
+        with index_lock(path):
+            pass
+    finally:
+        os.umask(was)
+    assert os.stat(lock_path(path)).st_mode & 0o777 == lock_mode
+
+
 def test_saving_keeps_the_files_permissions(small: Path) -> None:
     small.chmod(0o640)
     write_index(small, make_index([7], ["x"], [0]))
@@ -678,6 +701,34 @@ def test_a_session_preloads_and_saves_only_inside_its_with_block(tmp_path: Path)
         refused.preload(Deduplicator(Settings()))  # a failed entry holds no lock either
     assert [r["name"] for r in read_index(path).runs] == ["monday"]
     assert list(read_index(path).ids()) == ["d0-the harb", "d1-our libr"]
+
+
+def test_a_session_whose_lock_file_was_removed_and_made_again_does_not_save(tmp_path: Path) -> None:
+    # The lock file removed by hand while a run held it: a second run made a new one,
+    # locked it, and the two runs saved in turn, the last dropping the other's rows (a
+    # trial). The second run saves; the first refuses, and the index keeps the second's.
+    path = tmp_path / "x.sdx"
+    with IndexSession(path, Settings(), run_name="first") as first:
+        dd = Deduplicator(Settings())
+        first.preload(dd)
+        dd.process(docs(A))
+        Path(lock_path(path)).unlink()
+        with IndexSession(path, Settings(), run_name="second") as second:
+            other = Deduplicator(Settings())
+            second.preload(other)
+            other.process(docs(B))
+            second.save(other)
+        with pytest.raises(IndexFileError, match=r"its lock file .*x\.sdx\.lock was removed while this run"):
+            first.save(dd)
+    assert [r["name"] for r in read_index(path).runs] == ["second"]
+    # Removed and not made again, it kept no other run out: the save goes on.
+    with IndexSession(path, Settings(), run_name="third") as third:
+        dd = Deduplicator(Settings())
+        third.preload(dd)
+        dd.process(docs(A))
+        Path(lock_path(path)).unlink()
+        third.save(dd)
+    assert [r["name"] for r in read_index(path).runs] == ["second", "third"]
 
 
 def test_merge_concatenates_rows_and_runs(tmp_path: Path) -> None:
