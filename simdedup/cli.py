@@ -1276,7 +1276,6 @@ class Outputs(contextlib.ExitStack):
             [(index, "--index"), (lock_path(os.path.realpath(index)), "--index's lock file")] if index else []
         )
         self.stdout_owner: str | None = None
-        self._temporary: list[str] = []  # replacing outputs' files, until renamed
         self._files: list[tuple[IO[bytes], IO[bytes]]] = []  # (stream, its file) of each document output
         for path, what in planned:
             self._claim(path, what)
@@ -1353,11 +1352,8 @@ class Outputs(contextlib.ExitStack):
         replace = what in _REPLACED and self._replaceable(path)
         try:
             if replace:
-                fd, written = _temporary_beside(target)
-                keep_owner_and_mode(written, target, replacing_mode(target))
-                self.push(functools.partial(_put_in_place, written, target))  # after it is closed
-                self._temporary.append(written)
-                file = os.fdopen(fd, "wb", buffering=0)
+                file = _MadeOnWrite(target)
+                self.push(file.put_in_place)  # after it is closed
             else:
                 file = open(path, "wb", buffering=0)  # noqa: SIM115 (closed by the stack)
             raw = self.enter_context(io.BufferedWriter(_NamedFile(file, path, what)))
@@ -1383,15 +1379,13 @@ class Outputs(contextlib.ExitStack):
 
     def unread(self, options: ReadOptions) -> ReadOptions:
         """`options` with the files this run writes, once they are open (ReadOptions.written):
-        the outputs, a replacing output's temporary file, the --index and its lock file, and
-        stdout. Refused above by path, they can still be reached through a link that a walk
-        follows out of an input directory."""
+        the outputs, the --index and its lock file, and stdout (a replacing output's
+        temporary file is made once the reading is done). Refused above by path, they can
+        still be reached through a link that a walk follows out of an input directory."""
         written = {_stdout_identity()}
         for path, _ in self.taken:
             with contextlib.suppress(OSError):
                 written.add(file_identity(os.stat(path)))
-        for path in self._temporary:
-            written.add(file_identity(os.stat(path)))
         return dataclasses.replace(options, written=frozenset(written - {None}))
 
     def _replaceable(self, path: str) -> bool:
@@ -1462,14 +1456,43 @@ def _temporary_beside(target: str) -> tuple[int, str]:
     )
 
 
-def _put_in_place(written: str, target: str, kind: Any, error: Any, tb: Any) -> None:
-    """Outputs' exit for a replacing output (closed by then): rename it over its target,
-    or remove it when the command ended with an error."""
-    if kind is None:
-        os.replace(written, target)
-    else:
-        with contextlib.suppress(OSError):
-            os.unlink(written)
+class _MadeOnWrite(io.RawIOBase):
+    """A replacing output's file: a temporary file beside its target (_temporary_beside),
+    made by the first write, and renamed over the target once the command ends without
+    an error (put_in_place), or removed. Made as the run started, it was left behind by
+    every kill before the end: 13 kills, 13 empty .sum.json.XXXXXXXX.tmp (a trial); now
+    only by one in the few milliseconds between the write, before the --index is saved,
+    and the rename."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        self.target, self.written, self.fd = target, "", -1
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        if self.fd < 0:
+            self.fd, self.written = _temporary_beside(self.target)
+            keep_owner_and_mode(self.written, self.target, replacing_mode(self.target))
+        return os.write(self.fd, b)
+
+    def isatty(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        if self.fd >= 0 and not self.closed:
+            os.close(self.fd)
+        super().close()
+
+    def put_in_place(self, kind: Any, error: Any, tb: Any) -> None:
+        if not self.written:
+            return
+        if kind is None:
+            os.replace(self.written, self.target)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(self.written)
 
 
 def _outputs_planned(kw: dict[str, Any], *first: tuple[str | None, str]) -> list[tuple[str | None, str]]:

@@ -155,6 +155,23 @@ def test_an_output_whose_reader_quit_is_named_in_an_error_not_a_quiet_141(
 
 
 @linux_only
+def test_a_run_killed_before_its_end_leaves_no_temporary_summary_file(tmp_path: Path) -> None:
+    # --summary-json's temporary file, made as the run started, stayed beside it after
+    # every kill -9: 13 kills, 13 files (a trial). Now made by the last write.
+    summary = tmp_path / "out" / "sum.json"
+    summary.parent.mkdir()
+    summary.write_text("{}")  # yesterday's, kept
+    command = [sys.executable, "-m", "simdedup", "filter", "-q", "--summary-json", str(summary)]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as running:
+        assert running.stdin is not None and running.stdout is not None
+        running.stdin.write(f"{LINE}\n".encode())
+        running.stdin.flush()
+        assert running.stdout.readline() == f"{LINE}\n".encode()  # deciding: its outputs are open
+        running.kill()
+    assert sorted(p.name for p in summary.parent.iterdir()) == ["sum.json"] and summary.read_text() == "{}"
+
+
+@linux_only
 @pytest.mark.parametrize("option", ["--summary-json", "--report"])
 def test_an_output_to_a_pipe_given_as_dev_fd_is_written_to_the_pipe(tmp_path: Path, option: str) -> None:
     # bash's `--summary-json >(jq .)`: the path /dev/fd/N of a pipe, whose real path
