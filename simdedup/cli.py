@@ -870,7 +870,7 @@ def fingerprint_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def _named(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None and not value.strip():
-        raise click.BadParameter("an empty name (leave the option out for the start time)")
+        raise click.BadParameter("an empty or blank name (leave the option out for the start time)")
     if value is not None and printable(value) != value:  # bytes that are not UTF-8 in argv
         raise click.BadParameter(f"'{printable(value)}' is not UTF-8 text, which the index stores")
     return value
@@ -879,6 +879,8 @@ def _named(ctx: click.Context, param: click.Parameter, value: str | None) -> str
 def _index_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if isinstance(value, tuple):  # index merge's INPUTS
         return tuple(_index_file(ctx, param, v) for v in value)  # type: ignore[return-value]
+    if value == "":
+        raise click.BadParameter(_EMPTY_PATH)
     if value == "-":
         raise click.BadParameter("an index is a file, not stdin or stdout: name it (./- for a file named -)")
     if value is not None and value.endswith(("/", os.sep)):
@@ -886,9 +888,17 @@ def _index_file(ctx: click.Context, param: click.Parameter, value: str | None) -
     return value
 
 
+#: An option's path given as "": a cron job's unset variable. Taken as the current
+#: directory, `--index ""` said "cannot use index .", and `--summary-json ""` wrote a
+#: temporary file into the directory above it and failed (a trial).
+_EMPTY_PATH = "an empty path (an unset variable?): name a file"
+
+
 def _once(value: tuple[str, ...], why: str) -> str | None:
     """The one path of an option taken with multiple=True, so that a second one is seen
     (click took it in the first's place, without a word): the same one twice is one."""
+    if "" in value:
+        raise click.BadParameter(_EMPTY_PATH)
     if len(set(value)) > 1:
         raise click.BadParameter(f"given {len(value)} times ({', '.join(map(printable, value))}): {why}")
     return value[-1] if value else None

@@ -154,6 +154,21 @@ def test_an_output_whose_reader_quit_is_named_in_an_error_not_a_quiet_141(
     )
 
 
+@pytest.mark.parametrize("option", ["--report", "--summary-json", "--duplicates", "--unique", "--index"])
+def test_an_empty_path_is_refused_as_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
+    # A cron job's unset variable: `--index ""` said "cannot use index .: not a regular
+    # file", and `--summary-json ""` left a temporary file in the directory above (a trial).
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "lines.txt").write_text(f"{LINE}\n")
+    monkeypatch.chdir(work)
+    result = run("scan", "lines.txt", option, "")
+    assert result.exit_code == 2 and f"Invalid value for '{option}': an empty path" in result.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["lines.txt", "work"]
+
+
 @linux_only
 def test_a_run_killed_before_its_end_leaves_no_temporary_summary_file(tmp_path: Path) -> None:
     # --summary-json's temporary file, made as the run started, stayed beside it after
@@ -1949,10 +1964,14 @@ def test_a_summary_that_cannot_be_written_stops_the_save_and_a_failed_run_keeps_
 def test_a_json_error_reads_once_and_an_empty_run_name_is_refused(tmp_path: Path) -> None:
     result = run("filter", "--jsonl", input='{"id": "a", "text": "hello world\n')
     assert "-:1: error: not JSON: Unterminated string starting at column 21" in result.stderr
-    refused = CliRunner().invoke(
-        main, ["filter", "--index", str(tmp_path / "s.sdx"), "--run-name", ""], input="x\n"
-    )
-    assert refused.exit_code == 2 and "Invalid value for '--run-name': an empty name" in refused.output
+    for name in ("", " \t"):  # a blank one was said to be empty (a trial)
+        refused = CliRunner().invoke(
+            main, ["filter", "--index", str(tmp_path / "s.sdx"), "--run-name", name], input="x\n"
+        )
+        assert (
+            refused.exit_code == 2
+            and "Invalid value for '--run-name': an empty or blank name" in refused.output
+        )
     assert not (tmp_path / "s.sdx").exists()
 
 
