@@ -8,6 +8,7 @@ reads no file, never prints.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -110,8 +111,28 @@ def calibrate(
     Pairs are LabelledPairs or (a, b, duplicate) tuples; `presets` default to the
     command's for the default settings (default_presets())."""
     pairs = [p if isinstance(p, LabelledPair) else LabelledPair(*p) for p in pairs]
+    for p in pairs:  # "no" and 2 were counted by their truth, into the scores (a trial)
+        if (
+            not isinstance(p.a, str)
+            or not isinstance(p.b, str)
+            or not isinstance(p.duplicate, (bool, np.bool_))
+        ):
+            raise TypeError(
+                f"a labelled pair is two texts (str) and whether they are duplicates (bool), not {p!r}"
+            )
+    pairs = [replace(p, duplicate=bool(p.duplicate)) for p in pairs]  # numpy's bool too
     if presets is None:
         presets = default_presets()
+    for name, (_, min_jaccard) in presets.items():
+        ok = (
+            isinstance(min_jaccard, numbers.Real)
+            and not isinstance(min_jaccard, bool)
+            and 0 < min_jaccard <= 1
+        )
+        if min_jaccard is not None and not ok:
+            raise ValueError(
+                f"preset {name!r}: a minimum Jaccard is a number in (0, 1] or None, not {min_jaccard!r}"
+            )
     distances = list(distances)
     if not all(isinstance(k, int) and not isinstance(k, bool) and 0 <= k <= MAX_DISTANCE for k in distances):
         raise ValueError(f"distances are ints from 0 to {MAX_DISTANCE}, not {distances!r}")

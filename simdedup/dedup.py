@@ -687,6 +687,8 @@ def dedup(
     ['unique', 'duplicate', 'empty']
     """
     if deduplicator is not None:
+        if not isinstance(deduplicator, Deduplicator):  # it failed at the first document (a trial)
+            raise TypeError(f"deduplicator is a Deduplicator, not {deduplicator!r}")
         dd = deduplicator
     elif verify is None:
         dd = Deduplicator(settings, hashfunc)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -924,6 +924,11 @@ def near_pairs(
     """
     _check_distance(bits, distance)
     bits, distance = int(bits), int(distance)  # a numpy integer too
+    if isinstance(fps, (str, bytes, bytearray, memoryview, Set)):
+        # bytes iterate as ints, and a set in no order its pairs could name (a trial)
+        raise TypeError(
+            f"near_pairs takes fingerprints in order (a list, an array), not a {type(fps).__name__}"
+        )
     if isinstance(fps, np.ndarray):
         i, j, d = near_pair_arrays(fingerprint_array(fps, bits), bits, distance)
         return list(zip(i.tolist(), j.tolist(), d.tolist()))

@@ -23,6 +23,7 @@ from simdedup import (
     ReadOptions,
     Settings,
     VerifyingDeduplicator,
+    calibrate,
     dedup,
     distance,
     fingerprint_batch,
@@ -162,6 +163,28 @@ def test_one_path_is_not_walked_character_by_character(tmp_path: Path) -> None:
 def test_library_arguments_a_trial_found_taken_are_refused(call) -> None:
     with pytest.raises(ValueError):
         call()
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        # A label counted by its truth ("no" as a duplicate), or added into the counts (a trial)
+        (lambda: calibrate([("the cat sat", "a dog ran", "no")], distances=[4]), TypeError),
+        (lambda: calibrate([("the cat sat", "the cat sat", 2)], distances=[4]), TypeError),
+        (lambda: calibrate([(1, 2, True)], distances=[4]), TypeError),
+        (lambda: calibrate([("a b", "a b", True)], {"x": (Settings(), 2.0)}, [4]), ValueError),
+        (lambda: calibrate([("a b", "a b", True)], {"x": (Settings(), float("nan"))}, [4]), ValueError),
+        (lambda: calibrate([("a b", "a b", True)], {"x": (Settings(), True)}, [4]), ValueError),
+        (lambda: dedup([], deduplicator=5), TypeError),  # failed at the first document
+        (lambda: near_pairs(b"\x01\x03"), TypeError),  # bytes iterate as ints
+        (lambda: near_pairs(bytearray(b"\x01\x03")), TypeError),
+        (lambda: near_pairs({1, 3}), TypeError),  # no order for the pairs to name
+    ],
+)
+def test_more_arguments_a_trial_found_taken_are_refused(call, error) -> None:
+    with pytest.raises(error):
+        call()
+    assert calibrate([("a b", "a b", np.bool_(True))], distances=[0])[0].tp == 1  # numpy's bool is a bool
 
 
 def test_a_feature_hash_wider_than_the_fingerprint_gives_its_low_bits() -> None:
