@@ -601,8 +601,12 @@ class BlockIndex:
         layout: Layout | None = None,
     ) -> None:
         _check_distance(bits, distance)
-        if int(buffer_rows) < 1:  # 0 made an empty run at each add_many (a review)
-            raise ValueError(f"buffer_rows (rows held before a run is made) is 1 or more, not {buffer_rows}")
+        # 0 made an empty run at each add_many (a review); "8" and 1.5 failed later, or not at all (a trial)
+        if isinstance(buffer_rows, bool) or not isinstance(buffer_rows, numbers.Integral) or buffer_rows < 1:
+            raise ValueError(
+                f"buffer_rows (rows held before a run is made) is an int, 1 or more, not {buffer_rows!r}"
+            )
+        buffer_rows = int(buffer_rows)
         self.bits = bits = int(bits)
         self.distance = distance = int(distance)
         self.layout = layout or Layout.for_(bits, distance)
@@ -740,6 +744,11 @@ class BlockIndex:
         keeps): a caller that keeps few of a crowded index's pairs never holds them all."""
         k = self._k(distance)
         queries = _words(fps, self.bits)
+        # IndexError where part or parts were out of range, and part -1 gave the last part's (a trial)
+        if isinstance(parts, bool) or not isinstance(parts, numbers.Integral) or parts < 1:
+            raise ValueError(f"search's parts is an int, 1 or more, not {parts!r}")
+        if isinstance(part, bool) or not isinstance(part, numbers.Integral) or not 0 <= part < parts:
+            raise ValueError(f"search's part is an int from 0 to parts - 1 ({parts - 1}), not {part!r}")
         tables = self.split_tables(parts)[part]
         found = []
         for lo in range(0, len(queries), QUERY_SLICE):

@@ -179,6 +179,11 @@ def test_library_arguments_a_trial_found_taken_are_refused(call) -> None:
         (lambda: near_pairs(b"\x01\x03"), TypeError),  # bytes iterate as ints
         (lambda: near_pairs(bytearray(b"\x01\x03")), TypeError),
         (lambda: near_pairs({1, 3}), TypeError),  # no order for the pairs to name
+        (lambda: BlockIndex(buffer_rows="8"), ValueError),  # a TypeError comparing it
+        (lambda: BlockIndex(buffer_rows=1.5), ValueError),  # taken
+        (lambda: BlockIndex().search([1], parts=0), ValueError),  # IndexError
+        (lambda: BlockIndex().search([1], part=5, parts=2), ValueError),
+        (lambda: BlockIndex().search([1], part=-1, parts=2), ValueError),  # the last part's pairs
     ],
 )
 def test_more_arguments_a_trial_found_taken_are_refused(call, error) -> None:
