@@ -130,6 +130,7 @@ from .store import (
     read_header,
     read_index,
     replacing_mode,
+    still_locked,
     write_index,
 )
 from .verify import (
@@ -607,7 +608,7 @@ class _Inert:
     }
     #: What report.RecordWriter escapes in a CSV field written here: tabs and newlines too,
     #: and backslashes, so that an id holding a newline and one holding `\n` differ (a trial).
-    field_escapes = {**_CONTROL_ESCAPES, ord("\\"): "\\\\"}
+    field_escapes = {**_CONTROL_ESCAPES, **_ESCAPES, ord("\\"): "\\\\"}
 
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream = stream
@@ -663,10 +664,10 @@ SAME_LINES_SAID = 10
 #: mostly symbols, and different lines were one document: 准备: %s and 打开"%s" were both
 #: the word `s` (a trial). No encoding is guessed: 8-bit text decodes as GBK too.
 _OTHER_ENCODINGS = (
-    "simdedup reads UTF-8; text in another encoding is read as other words, and for Chinese,"
-    " Japanese or Korean (GBK, GB18030, Big5, Shift_JIS, EUC-KR) mostly as symbols, so that"
-    " different lines can be one document: convert such input to UTF-8 first"
-    " (iconv -f GB18030 -t UTF-8, or the encoding's name)"
+    "simdedup reads UTF-8, and bytes that are not UTF-8 as Windows-1252; text in another"
+    " encoding is read as other words, and Chinese, Japanese or Korean (GBK, GB18030, Big5,"
+    " Shift_JIS, EUC-KR) mostly as symbols, so that different lines can be one document:"
+    " convert such input to UTF-8 first (iconv -f GB18030 -t UTF-8, or the encoding's name)"
 )
 _DIGITS = re.compile(r"[0-9][0-9,.]*")
 
@@ -704,7 +705,8 @@ class Messages:
             )
         else:
             self.warn(p.where, message)
-        if p.kind == "invalid-utf8" and not self._encodings_said and not self.quiet:
+        # Not of UTF-16's, nor of a JSON string's lone surrogate: their bytes were UTF-8 (a review).
+        if p.message.startswith("invalid UTF-8 at") and not self._encodings_said and not self.quiet:
             self._encodings_said = True
             self._say(f"{click.style('note', fg='cyan')}: {_OTHER_ENCODINGS}")
 
@@ -1471,8 +1473,8 @@ class _MadeOnWrite(io.RawIOBase):
     made by the first write, and renamed over the target once the command ends without
     an error (put_in_place), or removed. Made as the run started, it was left behind by
     every kill before the end: 13 kills, 13 empty .sum.json.XXXXXXXX.tmp (a trial); now
-    only by one in the few milliseconds between the write, before the --index is saved,
-    and the rename."""
+    only by one from the write, just before the --index is saved, to the rename just
+    after the save (0.13-0.2 s for an index of 300,000 rows, a review)."""
 
     def __init__(self, target: str) -> None:
         super().__init__()
@@ -2951,7 +2953,7 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
         if foreign_file(path):
             raise CliError(f"{path}: not a simdedup index file")
     messages = Messages(quiet)
-    with index_lock(out, wait, messages.info), contextlib.ExitStack() as held:
+    with index_lock(out, wait, messages.info) as out_locked, contextlib.ExitStack() as held:
         parts: list[tuple[str, Any]] = []
         merged_runs: list[dict[str, Any]] = []
         for path in ([out] if os.path.exists(out) else []) + list(inputs):
@@ -2980,6 +2982,7 @@ def index_merge(out: str, inputs: tuple[str, ...], wait: float, quiet: bool) -> 
             merged_runs += new.runs
             parts.append((path, new))
         merged = merge_indexes(parts)
+        still_locked(out, out_locked)
         write_index(out, merged)
     for path, new in parts:
         if not _same_file(path, out):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from collections.abc import Callable, Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -933,7 +933,7 @@ def near_pairs(
     """
     _check_distance(bits, distance)
     bits, distance = int(bits), int(distance)  # a numpy integer too
-    if isinstance(fps, (str, bytes, bytearray, memoryview, Set)):
+    if isinstance(fps, (str, bytes, bytearray, memoryview, set, frozenset)):
         # bytes iterate as ints, and a set in no order its pairs could name (a trial)
         raise TypeError(
             f"near_pairs takes fingerprints in order (a list, an array), not a {type(fps).__name__}"

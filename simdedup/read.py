@@ -1576,7 +1576,15 @@ def _written_value(text: str, field: str) -> str:
         if key == field:
             found = text[start:at]
         at = _past_space(text, at) + 1  # past the comma
-    return found
+    # a tab, newline or CR between items, a new kind of character in ids, is a space (a review)
+    cuts = [0, *(i for m in _JSON_STRING.finditer(found) for i in m.span()), len(found)]
+    return "".join(
+        _LINE_SPACE.sub(" ", found[a:b]) if n % 2 == 0 else found[a:b]
+        for n, (a, b) in enumerate(zip(cuts, cuts[1:]))
+    )
+
+
+_LINE_SPACE = re.compile("[ \t\n\r]*[\t\n\r][ \t\n\r]*")
 
 
 def _past_space(text: str, at: int) -> int:

@@ -873,11 +873,13 @@ def index_lock(
         os.close(os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o666))  # under the umask
         if made:  # root's cron run for a user: the index stays the user's, so must its lock,
             give_owner(lock_path(path), path)  # which the user's own runs open to write
-            # and those who may write the index may open its lock to write: made 0644, a
-            # group's shared index (0664) refused its other members (a trial)
-            with suppress(OSError):
-                made_mode = os.stat(lock_path(path)).st_mode & 0o666
-                os.chmod(lock_path(path), made_mode | os.stat(path).st_mode & 0o666)
+        # and those who may write the index may open its lock to write: made 0644, a
+        # group's shared index (0664) refused its other members (a trial). Widened where
+        # it is narrower (one made so before), by its owner.
+        with suppress(OSError):
+            mode = os.stat(lock_path(path)).st_mode & 0o666
+            if (wider := mode | os.stat(path).st_mode & 0o666) != mode:
+                os.chmod(lock_path(path), wider)
     except OSError as e:
         # a lock path there already (a directory, a dangling link) is what fails, else the directory
         where = lock_path(shown) if os.path.lexists(lock_path(path)) else directory
@@ -906,16 +908,38 @@ def index_lock(
     except OSError as e:
         raise IndexFileError(f"cannot write index {shown}: {directory}: {e.strerror or e}") from e
     try:
-        locked = _identity(lock_path(path))
+        locked = _locked_file(lock)
         _probe_writable(path)
         if replaces and os.path.isfile(path) and (why := _not_replaceable(path)) is not None:
             # An immutable one (chattr +i) failed only at the save, after the night's
             # outputs were written; a read-only one was replaced (a trial, a review).
             raise IndexFileError(f"cannot write index {shown}: {why}; make it writable, or give a copy of it")
-        # Removed and not made again, it kept no run out: no other run came since.
-        yield lambda: _identity(lock_path(path)) in (locked, None)
+        # Removed, it keeps no other run out, whether one has made it again yet or not.
+        yield lambda: _identity(lock_path(path)) == locked
     finally:
         lock.release()
+
+
+def still_locked(path: str | os.PathLike[str], held: Callable[[], bool]) -> None:
+    """Before a save of the index at `path`, under index_lock: IndexFileError where `held`
+    (what index_lock gave) says its lock file is no longer the one locked."""
+    if not held():
+        raise IndexFileError(
+            f"cannot save index {path}: its lock file {lock_path(os.path.realpath(path))} was removed"
+            " while this run held it, so that another run may have used the index meanwhile, and this"
+            " save could drop its rows: the index is left as it is, without this run's documents"
+            " (leave the lock file in place; it is no stale lock)"
+        )
+
+
+def _locked_file(lock: Any) -> tuple[int, int] | None:
+    """The device and inode of the file a held FileLock locked: of its descriptor, not
+    of its path, which may name another file by then."""
+    fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
+    if isinstance(fd, int):
+        st = os.fstat(fd)
+        return st.st_dev, st.st_ino
+    return _identity(lock.lock_file)
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -1148,13 +1172,7 @@ class IndexSession:
             headed=headed,
             unindexed=dd.index.unindexed_array().astype(np.uint8) if dd.index.unindexed else None,
         )
-        if not self._still_locked():
-            raise IndexFileError(
-                f"cannot save index {self.path}: its lock file {lock_path(self.path)} was removed while this"
-                " run held it, and another run has made it again, so that run may have saved the index"
-                " meanwhile, and this save would drop its rows: the index is left as it is, without this"
-                " run's documents (leave the lock file in place; it is no stale lock)"
-            )
+        still_locked(self.path, self._still_locked)
         write_index(self.path, index)
         self.saved = len(index)
         return index

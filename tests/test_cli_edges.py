@@ -1059,7 +1059,8 @@ def test_a_newline_or_tab_in_a_name_splits_no_csv_row_on_a_terminal_nor_a_compar
     # (a session's review).
     # A backslash was shown as it is, so `b\\nnew` and b, newline, new looked alike (a trial).
     records = tmp_path / "e.jsonl"
-    ids = ["b\nnew", "c\ttab", "cr\rhere", "b\\nnew"]
+    # DEL was \x7f in CSV where the rest of stdout writes \u007f (a review).
+    ids = ["b\nnew", "c\ttab", "cr\rhere", "b\\nnew", "del\x7fx"]
     records.write_text("".join(json.dumps({"id": i, "text": LINE}) + "\n" for i in ids))
     odd = tmp_path / "b\nnewline.txt"
     odd.write_text(LINE)
@@ -1070,6 +1071,7 @@ def test_a_newline_or_tab_in_a_name_splits_no_csv_row_on_a_terminal_nor_a_compar
         f"1,duplicate,c\\ttab,0,{listing[1].split(',')[-1]}",
         f"1,duplicate,cr\\rhere,0,{listing[1].split(',')[-1]}",
         f"1,duplicate,b\\\\nnew,0,{listing[1].split(',')[-1]}",
+        f"1,duplicate,del\\u007fx,0,{listing[1].split(',')[-1]}",
     ]
     compared = run("compare", str(odd), "--text", LINE).stdout.splitlines()
     assert f"  {tmp_path}/b\\nnewline.txt (" in compared[0]
@@ -1087,9 +1089,13 @@ def test_a_run_that_reads_invalid_utf8_says_once_to_convert_other_encodings() ->
     said = result.stderr.splitlines()
     kinds = ["note" if line.startswith("note: ") else line.split(": ")[1] for line in said[:4]]
     assert result.exit_code == 3 and kinds == ["error", "note", "error", "error"]
-    assert said[1].startswith("note: simdedup reads UTF-8;") and "iconv -f GB18030 -t UTF-8" in said[1]
+    assert said[1].startswith("note: simdedup reads UTF-8, and bytes")
+    assert "iconv -f GB18030 -t UTF-8" in said[1]
     assert sum(line.startswith("note: ") for line in said) == 1
     assert "note:" not in run("scan", "-", "-q", input=gbk).stderr  # errors only
+    # Not of a JSON string's lone surrogate, whose bytes were UTF-8 (a review).
+    lone = run("scan", "--jsonl", input='{"id": "a", "text": "caf\\udcff au lait"}\n')
+    assert lone.exit_code == 3 and "note:" not in lone.stderr
 
 
 def test_jsonl_results_on_a_terminal_stay_json_with_their_controls_escaped(
@@ -1552,13 +1558,17 @@ def test_ids_that_are_arrays_or_objects_are_written_as_they_stand_in_the_record(
     # and {"x":"é"} and {"x":"\\u00e9"} were one id (a trial). The last "id" is the one
     # JSON readers keep; a text of its own, then a long integer, precede it.
     records = tmp_path / "r.jsonl"
-    ids = ['["中", 1.10, 1e2]', '{"x":"é"}', '{"x":"\\u00e9"}', "[ [3,\t4] , {} ]", f"[{'9' * 5000}]"]
+    ids = ['["中", 1.10, 1e2]', '{"x":"é"}', '{"x":"\\u00e9"}', "[ [3, 4] , {} ]", f"[{'9' * 5000}]"]
     lines = [f'{{"id": {ident}, "text": "words of record {i}"}}' for i, ident in enumerate(ids)]
     lines.append('{ "id" : [0], "text" : "the last id" , "n": 1, "id" :[1, "a"]}')
+    # A tab or CR between items is a space, a new kind of character in ids (a review);
+    # inside a string, as it is written.
+    lines.append('{"id": [1,\r2,\t "a\\tb"], "text": "spaced"}')
     records.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = run("scan", str(records), "-q", "--report", "-")
     assert (result.exit_code, result.stderr) == (0, "")
-    assert [json.loads(r)["id"] for r in result.stdout.splitlines()] == [*ids, '[1, "a"]']
+    expected = [*ids, '[1, "a"]', '[1, 2, "a\\tb"]']
+    assert [json.loads(r)["id"] for r in result.stdout.splitlines()] == expected
 
 
 def test_calibrate_names_a_json_list_and_warns_of_pairs_of_one_kind(tmp_path: Path) -> None:

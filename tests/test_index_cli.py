@@ -26,6 +26,7 @@ import xxhash
 from click.testing import CliRunner, Result
 from filelock import FileLock, Timeout
 
+from simdedup import cli as cli_module
 from simdedup import store as store_module
 from simdedup.cli import main
 from simdedup.pipeline import PIPELINE_BATCH
@@ -773,6 +774,29 @@ def test_index_merge_adds_each_shard_to_out(index: Path, tmp_path: Path) -> None
         f"{shards[0]}: warning: given twice; read once\n"
         f"{shards[0]}: 3 fingerprints added (1 run)\n{alone}: 3 fingerprints, 3 of them added from 1 input\n"
     )
+
+
+def test_a_merge_whose_lock_file_was_removed_while_it_ran_does_not_save(
+    index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a run's save is refused (store.still_locked), so is a merge's: removed, the
+    # lock kept no other run out while the merge read its inputs (a review).
+    shard = tmp_path / "shard.sdx"
+    run("filter", str(write_lines(tmp_path / "s.txt", texts(3, seed=7))), "--index", str(shard), "-q")
+    before = index.read_bytes()
+    merge = cli_module.merge_indexes
+
+    def lock_removed(parts: Any) -> Any:
+        Path(lock_path(index)).unlink()
+        return merge(parts)
+
+    monkeypatch.setattr(cli_module, "merge_indexes", lock_removed)
+    result = run("index", "merge", str(index), str(shard))
+    assert (
+        result.exit_code == 2
+        and f"its lock file {lock_path(index)} was removed while this run" in result.stderr
+    )
+    assert index.read_bytes() == before
 
 
 def test_shards_run_alike_in_the_same_second_are_both_merged(

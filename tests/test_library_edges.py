@@ -190,6 +190,7 @@ def test_more_arguments_a_trial_found_taken_are_refused(call, error) -> None:
     with pytest.raises(error):
         call()
     assert calibrate([("a b", "a b", np.bool_(True))], distances=[0])[0].tp == 1  # numpy's bool is a bool
+    assert near_pairs({1: "a", 3: "b"}.keys()) == [(0, 1, 1)]  # a dict's keys are in order (a review)
 
 
 def test_a_feature_hash_wider_than_the_fingerprint_gives_its_low_bits() -> None:

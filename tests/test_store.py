@@ -543,10 +543,16 @@ def test_a_lock_made_for_another_users_index_is_that_users(small: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("index_mode", "umask", "lock_mode"), [(0o664, 0o022, 0o664), (None, 0o002, 0o664), (0o600, 0o022, 0o644)]
+    ("index_mode", "umask", "lock_before", "lock_mode"),
+    [
+        (0o664, 0o022, None, 0o664),
+        (None, 0o002, None, 0o664),
+        (0o600, 0o022, None, 0o644),
+        (0o664, 0o022, 0o644, 0o664),  # one made 0644 before: widened (a review)
+    ],
 )
 def test_a_lock_can_be_opened_by_whoever_may_write_its_index(
-    tmp_path: Path, index_mode: int | None, umask: int, lock_mode: int
+    tmp_path: Path, index_mode: int | None, umask: int, lock_before: int | None, lock_mode: int
 ) -> None:
     # Made 0644 whatever the umask and the index, a group's shared index (0664) could not
     # be used by the group's other members (a trial): the lock follows the umask, and
@@ -556,6 +562,9 @@ def test_a_lock_can_be_opened_by_whoever_may_write_its_index(
         write_index(path, make_index([7], ["x"], [0]))
         path.chmod(index_mode)
         Path(lock_path(path)).unlink(missing_ok=True)
+    if lock_before is not None:
+        Path(lock_path(path)).touch(lock_before)
+        Path(lock_path(path)).chmod(lock_before)
     was = os.umask(umask)
     try:
         with index_lock(path):
@@ -721,14 +730,16 @@ def test_a_session_whose_lock_file_was_removed_and_made_again_does_not_save(tmp_
         with pytest.raises(IndexFileError, match=r"its lock file .*x\.sdx\.lock was removed while this run"):
             first.save(dd)
     assert [r["name"] for r in read_index(path).runs] == ["second"]
-    # Removed and not made again, it kept no other run out: the save goes on.
+    # Removed and not made again, it keeps out no run that comes before the save ends
+    # (a review): that save is refused too.
     with IndexSession(path, Settings(), run_name="third") as third:
         dd = Deduplicator(Settings())
         third.preload(dd)
         dd.process(docs(A))
         Path(lock_path(path)).unlink()
-        third.save(dd)
-    assert [r["name"] for r in read_index(path).runs] == ["second", "third"]
+        with pytest.raises(IndexFileError, match="was removed while this run held it"):
+            third.save(dd)
+    assert [r["name"] for r in read_index(path).runs] == ["second"]
 
 
 def test_merge_concatenates_rows_and_runs(tmp_path: Path) -> None:
