@@ -730,6 +730,16 @@ def test_a_session_whose_lock_file_was_removed_and_made_again_does_not_save(tmp_
         with pytest.raises(IndexFileError, match=r"its lock file .*x\.sdx\.lock was removed while this run"):
             first.save(dd)
     assert [r["name"] for r in read_index(path).runs] == ["second"]
+    # Behind a symbolic link, the lock named is the one beside the index itself.
+    link = tmp_path / "links" / "x.sdx"
+    link.parent.mkdir()
+    link.symlink_to(path)
+    with IndexSession(link, Settings(), run_name="linked") as linked:
+        dd = Deduplicator(Settings())
+        linked.preload(dd)
+        Path(lock_path(path)).unlink()
+        with pytest.raises(IndexFileError, match=f"its lock file {re.escape(lock_path(path))} was removed"):
+            linked.save(dd)
     # Removed and not made again, it keeps out no run that comes before the save ends
     # (a review): that save is refused too.
     with IndexSession(path, Settings(), run_name="third") as third:
