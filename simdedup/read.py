@@ -293,20 +293,24 @@ class Streams:
             if self._stdin_read:
                 return True
             self._stdin_read = True
-        try:
-            if path != STDIN:
-                st = os.stat(path)
-            elif self.stdin is not None:
-                st = os.fstat(self.stdin.stream.fileno())
-            else:
-                return False
-        except (OSError, AttributeError, ValueError):  # no descriptor: a test's bytes
+        if (key := self.identity(path)) is None:
             return False
-        key = file_identity(st)
         if key in files:
             return True
         files.add(key)
         return False
+
+    def identity(self, path: str) -> tuple[int, int] | None:
+        """The (st_dev, st_ino) of the stream at `path`, found without opening it:
+        stdin's (a file's, given as `< a.txt`), a named pipe's; None where it has none."""
+        try:
+            if path != STDIN:
+                return file_identity(os.stat(path))
+            if self.stdin is not None:
+                return file_identity(os.fstat(self.stdin.stream.fileno()))
+        except (OSError, AttributeError, ValueError):  # no descriptor: a test's bytes
+            pass
+        return None
 
     def waiting(self) -> bool:
         return self._current is not None and self._current.waiting()
@@ -340,8 +344,13 @@ def _documents(
     streams = _streams(stdin)
     seen = Entered()  # the directories read
     files: set[tuple[int, int]] = set()  # the files named
-    # A file given by name and also in a folder given is read once, where it comes first.
-    named = _named_files(paths) if any(os.path.isdir(path) for path in paths) else frozenset()
+    # A file given by name and also in a folder given is read once, where it comes first;
+    # so is stdin's (`scan - g < g/top.txt` listed g/top.txt as a duplicate of -:1, and
+    # deleting the duplicates listed deleted the only copy: a trial).
+    named: frozenset[tuple[int, int]] = frozenset()
+    if any(os.path.isdir(path) for path in paths):
+        given = (streams.identity(path) for path in paths if is_stream(path))
+        named = _named_files(paths) | {key for key in given if key is not None}
     # The folders given, each as its members' ids will name it (_one_slash).
     folders = tuple(dict.fromkeys(_one_slash(p) for p in paths if not is_stream(p) and os.path.isdir(p)))
     aliased = _Aliased(folders)
@@ -370,9 +379,31 @@ def _documents(
         elif _read_before(path, files):
             on_problem(_revisited(path))
         else:
-            yield from _read_file(path, options, on_problem)
+            yield from _read_file_once(path, options, on_problem, files)
     for problem in _unused_exclusions(seen.excluding, folders, options):
         on_problem(problem)
+
+
+def _read_file_once(
+    path: str, options: ReadOptions, on_problem: OnProblem, files: set[tuple[int, int]]
+) -> Iterator[Document]:
+    """_read_file, where _read_before counted the file read: one refused whole, with an
+    error and no document (UTF-16 text, which is not read line by line; not gzip data), is
+    not, so that a folder given that holds it reads it as its member. It was said to be
+    "already read" there, and read nowhere (a trial)."""
+    errors = 0
+
+    def counted(problem: Problem) -> None:
+        nonlocal errors
+        errors += problem.severity == "error"
+        on_problem(problem)
+
+    read = False
+    for doc in _read_file(path, options, counted):
+        read = True
+        yield doc
+    if not read and errors and (key := _file_key(path)) is not None:
+        files.discard(key)
 
 
 def _one_slash(directory: str) -> str:
@@ -2012,12 +2043,13 @@ def _listing(directory: str) -> tuple[list[str], dict[str, str]]:
 _FIRST_READ = 1 << 16
 
 
-def _read_up_to(f: IO[bytes], size: int) -> bytes:
+def _read_up_to(f: IO[bytes], size: int, enough: Callable[[bytes], bool] | None = None) -> bytes:
     """At most `size` bytes of f. A read of `size` allocates that much first (up to
     --max-doc-size, 16 MiB, for a file of 600 bytes: ~27 µs a file against ~8 µs), so a
-    file is read in a first piece of _FIRST_READ bytes and the rest only if there is more."""
+    file is read in a first piece of _FIRST_READ bytes and the rest only if there is more
+    (and `enough` says no of the first piece)."""
     data = f.read(min(size, _FIRST_READ))
-    if len(data) == _FIRST_READ < size:
+    if len(data) == _FIRST_READ < size and not (enough is not None and enough(data)):
         data += f.read(size - len(data))
     return data
 
@@ -2038,10 +2070,7 @@ def _read_member(
                     Problem(path, "output", "a file this run writes (reached through a link); skipped")
                 )
                 return None
-            if again is not None and again(st):
-                on_problem(_revisited(path))
-                return None
-            data, whole = first_bytes(f, limit)
+            data, whole = first_bytes(f, limit, binary_stops=True)
     except _NotAFile:
         on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
         return None
@@ -2050,6 +2079,12 @@ def _read_member(
         return None
     if looks_binary(data):
         on_problem(Problem(path, "binary", "binary file; skipped"))
+        return None
+    # Asked once it is a document: asked first, a hard link's name that could not be
+    # read (notes.gz, not gzip data) left its other name (notes.txt) "already read", and
+    # its text read nowhere (a trial).
+    if again is not None and again(st):
+        on_problem(_revisited(path))
         return None
     raw = os.fsencode(path)
     text, truncated = limited_text(data, whole, limit, path, on_problem)
@@ -2060,12 +2095,14 @@ def _read_member(
     return Document(printable(path), text, raw)
 
 
-def first_bytes(f: IO[bytes], limit: int) -> tuple[bytes, bool]:
+def first_bytes(f: IO[bytes], limit: int, binary_stops: bool = False) -> tuple[bytes, bool]:
     """(data, whole): the first bytes of a file that hold its first `limit` bytes of
     text (UTF-16 or UTF-32 after a byte-order mark: as many code units), and whether
     they are all of it. The rest is never read: /dev/zero or an endless pipe is a
-    document cut short, not a process that grows until it is killed."""
-    data = _read_up_to(f, limit + _MARK_BYTES)
+    document cut short, not a process that grows until it is killed. `binary_stops`:
+    a first piece that looks_binary is all that is read (a directory's videos were read
+    16 MiB each to be skipped: 503 MB from disk for 20 of them, a trial)."""
+    data = _read_up_to(f, limit + _MARK_BYTES, looks_binary if binary_stops else None)
     if (wide := _wide_encoding(data)) is not None and len(data) == limit + _MARK_BYTES:
         data += f.read(_wide_bytes(wide, limit) - len(data))  # as many UTF-8 bytes
     return data, len(data) < (limit + _MARK_BYTES if wide is None else _wide_bytes(wide, limit))

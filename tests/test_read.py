@@ -33,6 +33,8 @@ from simdedup.read import (
     Span,
     SpanReader,
     Stretch,
+    first_bytes,
+    looks_binary,
     read_chunk,
     read_chunks,
     size_text,
@@ -1236,3 +1238,56 @@ def test_the_byte_said_of_invalid_utf8_counts_a_byte_order_mark_before_it(tmp_pa
             0
         ] == "invalid UTF-8 at byte 11, its bytes that are not UTF-8 read as Windows-1252"
     assert problems[1].message.startswith("invalid UTF-8 at byte 4, ")  # line 2: none
+
+
+# ---------------------------------------------------------------- read once, and read
+
+
+@pytest.mark.parametrize("order", [["-", "g"], ["g", "-"]])
+def test_stdin_from_a_file_in_a_folder_given_is_that_file_read_once(tmp_path: Path, order: list[str]) -> None:
+    # `scan - g < g/top.txt` listed g/top.txt as a duplicate of -:1 (and `scan g -` the
+    # other way round): deleting the duplicates listed deleted the only copy (a trial).
+    folder = tmp_path / "g"
+    folder.mkdir()
+    (folder / "top.txt").write_text("some words for the top file here\n")
+    (folder / "b.txt").write_text("other text\n")
+    problems: list[Problem] = []
+    paths = [str(folder) if p == "g" else p for p in order]
+    with open(folder / "top.txt", "rb") as stdin:
+        docs = list(read_documents(paths, ReadOptions(), problems.append, stdin=stdin))
+    assert sorted(d.text.strip() for d in docs) == ["other text", "some words for the top file here"]
+    assert [p.kind for p in problems] == ["revisited"]
+
+
+def test_a_file_refused_by_one_name_is_read_by_another(tmp_path: Path) -> None:
+    # Counted read before it was read, a file refused under one name was "already read"
+    # under the other, and read nowhere: UTF-16 given by name (not read line by line)
+    # and in its folder; a hard link named .gz (not gzip data) beside its .txt (a trial).
+    folder = tmp_path / "U"
+    folder.mkdir()
+    (folder / "u16.txt").write_bytes("the quick brown fox\n".encode("utf-16"))
+    docs, problems = read([str(folder / "u16.txt"), str(folder)])
+    assert [d.text for d in docs] == ["the quick brown fox\n"]
+    assert len(problems) == 1 and "UTF-16 text is not read line by line" in problems[0].message
+    linked = tmp_path / "HL"
+    linked.mkdir()
+    (linked / "notes.txt").write_text("plain text notes\n")
+    os.link(linked / "notes.txt", linked / "notes.gz")
+    docs, problems = read([str(linked)])
+    assert [d.id for d in docs] == [f"{linked}/notes.txt"] and len(problems) == 1
+
+
+def test_a_binary_member_is_read_no_further_than_its_first_piece(tmp_path: Path) -> None:
+    # A directory's 50 MB video was read 16 MiB to be skipped (a trial).
+    class Counted(io.BytesIO):
+        asked = 0
+
+        def read(self, size: int | None = -1) -> bytes:
+            data = super().read(size)
+            Counted.asked += len(data)
+            return data
+
+    data, _ = first_bytes(Counted(b"\0" * (20 << 20)), MAX_DOC_SIZE, binary_stops=True)
+    assert looks_binary(data) and Counted.asked <= 1 << 16
+    text, whole = first_bytes(io.BytesIO(b"words " * 30_000), MAX_DOC_SIZE, binary_stops=True)
+    assert whole and len(text) == 180_000  # text is read whole
