@@ -360,16 +360,23 @@ def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool, ra
     return task
 
 
+#: Bytes of documents' input forms that a batch of chunk_batches holds, at most about.
+BATCH_RAW_BYTES = 32 << 20
+
+
 def chunk_batches(
     answers: Iterable[tuple[list[Problem], list[Document], Result | None]],
     size: int,
     on_problem: Callable[[Problem], None],
     idle: Callable[[], bool] | None = None,
+    raw_bytes: int = BATCH_RAW_BYTES,
 ) -> Iterator[tuple[Any, ...]]:
     """chunk_task's answers, in order, as fingerprint_batches gives its batches: (batch,
     fingerprints, ...) of `size` documents, as dedup.batches cuts them, or fewer where
-    idle() says the input waits on its writer or it ends; each problem passed to
-    on_problem before the batch it is in. Small chunks share out among the workers;
+    idle() says the input waits on its writer or it ends, or where they hold `raw_bytes`
+    or more of input forms (Document.raw, which `filter` writes back: 4,096 records of
+    200 KB held 800 MB, a trial); each problem passed to on_problem before the batch it
+    is in. Small chunks share out among the workers;
     batches of `size` are what deciding is fastest with. Closing this closes `answers`.
 
     On KeyboardInterrupt, raised in here (ordered_map's, once the answers out are back)
@@ -381,6 +388,7 @@ def chunk_batches(
     idle = idle or _never
     docs: list[Document] = []
     results: list[Result] = []
+    held = 0  # bytes of the input forms of `docs`
     it = iter(answers)
     with contextlib.closing(it) if hasattr(it, "close") else contextlib.nullcontext():
         try:
@@ -389,6 +397,7 @@ def chunk_batches(
                 if result is not None:
                     docs.extend(chunk_docs)
                     results.append(result)
+                    held += sum([len(doc.raw) for doc in chunk_docs])
                 if cut is not None:
                     raise cut
                 # at each yield, `docs` and `results` hold only what is not handed on yet
@@ -399,8 +408,9 @@ def chunk_batches(
                         docs, joined = docs[size:], _sliced(joined, size, None)
                         results = [joined] if docs else []
                         yield _as_tuple(batch, out)
-                if docs and idle():
-                    batch, docs, out, results = docs, [], _joined(results), []
+                    held = sum([len(doc.raw) for doc in docs])
+                if docs and (idle() or held >= raw_bytes):
+                    batch, docs, out, results, held = docs, [], _joined(results), [], 0
                     yield _as_tuple(batch, out)
         except KeyboardInterrupt:
             # and what the stage before holds: the chunks out with workers (ordered_map)

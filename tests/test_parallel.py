@@ -113,6 +113,23 @@ def test_chunks_answers_join_into_the_batches_documents_make(
     assert reported == [problems[0] for problems, _, _ in answers]
 
 
+def test_a_batch_ends_once_its_documents_input_forms_fill_the_bytes_given() -> None:
+    # `filter` holds each batch's input forms to write them back: 4,096 records of 200 KB
+    # held 800 MB (a trial). Cut by bytes too, as soon as a chunk fills them, every
+    # document and its fingerprint still in order.
+    def chunk(first: int, n: int, size: int) -> tuple[list[Problem], list[Document], list[int | None]]:
+        docs = [Document(str(i), "", b"x" * size) for i in range(first, first + n)]
+        return [], docs, list(range(first, first + n))
+
+    answers = [chunk(0, 3, 100), chunk(3, 3, 100), chunk(6, 2, 10), chunk(8, 4, 120), chunk(12, 1, 1)]
+    made = list(chunk_batches(iter(answers), 1000, lambda p: None, raw_bytes=500))
+    assert [[int(d.id) for d in batch] for batch, _ in made] == [list(range(6)), list(range(6, 12)), [12]]
+    assert [fps for _, fps in made] == [list(range(6)), list(range(6, 12)), [12]]
+    # By count still, the bytes counted again for what is left.
+    made = list(chunk_batches(iter(answers), 4, lambda p: None, raw_bytes=500))
+    assert [len(batch) for batch, _ in made] == [4, 4, 4, 1]
+
+
 @pytest.mark.parametrize("at", ["thrown in", "while a chunk's problems are reported"])
 def test_on_ctrl_c_the_documents_taken_are_handed_on_with_every_problem_of_theirs(at: str) -> None:
     # Those short of a batch were dropped, though their problems were reported (a trial:
