@@ -1839,6 +1839,17 @@ class Entered:
     excluding: set[str] = field(default_factory=set)
 
 
+def _folders_above(top: str) -> frozenset[tuple[int, int]]:
+    """The (st_dev, st_ino) of each folder that holds `top` (its real path's), up to /."""
+    keys = set()
+    path = os.path.realpath(top)
+    while (parent := os.path.dirname(path)) != path:
+        with contextlib.suppress(OSError):
+            keys.add(file_identity(os.stat(parent)))
+        path = parent
+    return frozenset(keys)
+
+
 def _walk(
     top: str, options: ReadOptions, on_problem: OnProblem, seen: Entered | None = None
 ) -> Iterator[str]:
@@ -1871,6 +1882,10 @@ def _walk(
         key = (st.st_dev, st.st_ino)
         if key in ancestors:  # a link back up: what it leads to is being read (not exit 3)
             said = "a link to a folder above it, which is being read; not followed"
+            on_problem(Problem(directory, "ancestor", said))
+            return
+        if key in above:  # `up -> ..` in top: it read top again and all beside it (a trial)
+            said = "a link to a folder above the folder given, which holds it; not followed"
             on_problem(Problem(directory, "ancestor", said))
             return
         # Entered before (given twice, or through a link): only what --glob and --exclude
@@ -1935,6 +1950,7 @@ def _walk(
     passed_over = matched = found = excluded = 0  # files --glob left out, entries it did
     # not (but folders), files read, entries --exclude left out
     entries_seen = -1  # entries but folders, once top is listed (a folder read twice is not)
+    above = _folders_above(top)
     stack = [visit(top, "", frozenset())]
     while stack:
         item = next(stack[-1], None)

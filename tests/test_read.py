@@ -1291,3 +1291,22 @@ def test_a_binary_member_is_read_no_further_than_its_first_piece(tmp_path: Path)
     assert looks_binary(data) and Counted.asked <= 1 << 16
     text, whole = first_bytes(io.BytesIO(b"words " * 30_000), MAX_DOC_SIZE, binary_stops=True)
     assert whole and len(text) == 180_000  # text is read whole
+
+
+def test_a_link_to_a_folder_that_holds_the_folder_given_is_not_followed(tmp_path: Path) -> None:
+    # `up -> ..` in the folder given was followed: it read the folder again beside
+    # everything else there (a trial); a link to / read the whole file system. (No link
+    # to / is made here: where this fails, it would walk the machine's files.)
+    top = tmp_path / "top"
+    top.mkdir()
+    (top / "in.txt").write_text("in\n")
+    (tmp_path / "sib").mkdir()
+    (tmp_path / "sib" / "secret.txt").write_text("outside\n")
+    (top / "up").symlink_to("..")
+    (top / "above").symlink_to(tmp_path)
+    docs, problems = read([str(top)])
+    assert [d.id for d in docs] == [f"{top}/in.txt"]
+    assert sorted((p.where, p.kind) for p in problems) == [
+        (f"{top}/above", "ancestor"),
+        (f"{top}/up", "ancestor"),
+    ]
