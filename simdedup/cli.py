@@ -1391,10 +1391,10 @@ class Outputs(contextlib.ExitStack):
 
     def unread(self, options: ReadOptions) -> ReadOptions:
         """`options` with the files this run writes, once they are open (ReadOptions.written):
-        the outputs, the --index and its lock file, and stdout (a replacing output's
-        temporary file is made once the reading is done). Refused above by path, they can
+        the outputs, the --index and its lock file, stdout and stderr (a replacing
+        output's temporary file is made once the reading is done). Refused above by path, they can
         still be reached through a link that a walk follows out of an input directory."""
-        written = {_stdout_identity()}
+        written: set[tuple[int, int] | None] = set(_written_streams())
         for path, _ in self.taken:
             with contextlib.suppress(OSError):
                 written.add(file_identity(os.stat(path)))
@@ -1564,10 +1564,16 @@ def _refuse_index_in_inputs(sources: Sequence[str], index: str | None, options: 
             )
 
 
-def _stdout_identity() -> tuple[int, int] | None:
-    """stdout's file, where it is a regular file (file_identity), else None."""
-    out = _stat_of(sys.stdout)
-    return file_identity(out) if out is not None and stat.S_ISREG(out.st_mode) else None
+def _written_streams() -> frozenset[tuple[int, int]]:
+    """The files that stdout and stderr write to, where they are regular files: reached
+    through a link in a directory read, they are no documents (a log of the run's own
+    messages, `2>> out/err.txt` beside a link to out/, was read as one: a trial)."""
+    return frozenset(key for key in (_regular_file_of(sys.stdout), _regular_file_of(sys.stderr)) if key)
+
+
+def _regular_file_of(stream: Any) -> tuple[int, int] | None:
+    st = _stat_of(stream)
+    return file_identity(st) if st is not None and stat.S_ISREG(st.st_mode) else None
 
 
 def _stat_of(stream: Any) -> os.stat_result | None:
@@ -2436,8 +2442,8 @@ def _printed_chunks(
     sources = _sources(paths)
     read_options = _read_options(kw, sources)
     _refuse_stdout_clash(sources, (), read_options)
-    if (out := _stdout_identity()) is not None:  # a directory's link to it: not read back
-        read_options = dataclasses.replace(read_options, written=frozenset({out}))
+    if written := _written_streams():  # a directory's link to them: not read back
+        read_options = dataclasses.replace(read_options, written=written)
     stdin = Streams(_binary(sys.stdin))
     jobs = pipeline.chunk_jobs(sources, kw["jobs"])
     if jobs is not None:

@@ -170,6 +170,28 @@ def test_an_empty_path_is_refused_as_one(
 
 
 @linux_only
+def test_a_log_of_stderr_reached_through_a_link_in_a_folder_read_is_no_document(tmp_path: Path) -> None:
+    # `scan S 2>> out/err.txt` with a link S/lnk -> ../out read the log, the run's own
+    # messages among it, as a document (a trial); one inside S itself is refused.
+    (tmp_path / "out").mkdir()
+    folder = tmp_path / "S"
+    folder.mkdir()
+    (folder / "a.txt").write_text(f"{LINE}\n")
+    (folder / "0broken").symlink_to(tmp_path / "nowhere")  # a message before the log is reached
+    (folder / "lnk").symlink_to(tmp_path / "out")
+    log = tmp_path / "out" / "err.txt"
+    with open(log, "ab") as err:
+        done = subprocess.run(
+            [sys.executable, "-m", "simdedup", "scan", str(folder), "--report", "-"],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            timeout=120,
+        )
+    ids = [json.loads(line)["id"] for line in done.stdout.decode().splitlines()]
+    assert ids == [f"{folder}/a.txt"] and "a file this run writes (reached through a link)" in log.read_text()
+
+
+@linux_only
 def test_a_run_killed_before_its_end_leaves_no_temporary_summary_file(tmp_path: Path) -> None:
     # --summary-json's temporary file, made as the run started, stayed beside it after
     # every kill -9: 13 kills, 13 files (a trial). Now made by the last write.
