@@ -1752,6 +1752,10 @@ class _Aliased:
         through the link too, it was its own duplicate, and deleting the duplicates
         that `scan` listed deleted the file, where the link came first (a trial)."""
         target = os.path.realpath(path)
+        # Not where its folder cannot be listed (searched, mode 711): the walk cannot read
+        # it there, and skipped here, it was read nowhere (a trial).
+        if not os.access(os.path.dirname(target), os.R_OK | os.X_OK):
+            return None
         return target if any(walk_reads(top, target, options) for top in self.tops) else None
 
     def again(self, st: os.stat_result, linked: bool) -> bool:

@@ -828,6 +828,23 @@ def test_a_file_in_a_folder_out_of_reach_is_said_to_be_so_not_missing(tmp_path: 
         folder.chmod(0o755)
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root lists folders whatever their mode")
+def test_a_link_to_a_file_in_a_folder_that_cannot_be_listed_is_read_through_the_link(tmp_path: Path) -> None:
+    # Skipped as a file the walk reads in its folder, which it then could not list: the
+    # file was read nowhere (a trial).
+    folder = tmp_path / "X"
+    (folder / "secret").mkdir(parents=True)
+    (folder / "secret" / "f.txt").write_text("the hidden words\n")
+    (folder / "link").symlink_to(folder / "secret" / "f.txt")
+    (folder / "secret").chmod(0o311)  # searched, not listed
+    try:
+        docs, problems = read([str(folder)])
+    finally:
+        (folder / "secret").chmod(0o755)
+    assert [d.id for d in docs] == [f"{folder}/link"]
+    assert [(p.where, p.kind) for p in problems] == [(f"{folder}/secret", "unreadable")]
+
+
 def test_names_that_are_no_file_are_said_as_in_a_folder(tmp_path: Path) -> None:
     # A broken link given by name was "No such file or directory", a loop "Too many
     # levels of symbolic links", a socket "No such device or address" (a review).
