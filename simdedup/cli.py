@@ -1839,6 +1839,8 @@ def _fingerprinted(
     sources = _sources(paths)
     stdin = Streams(_binary(sys.stdin))
     options = _read_options(kw, sources)
+    if written := _written_streams():  # a folder's link to them: not read back (index query, a review)
+        options = dataclasses.replace(options, written=written)
     return pipeline.fingerprinted(sources, stdin, options, settings, kw["jobs"], sketches, problems), problems
 
 

@@ -365,7 +365,8 @@ def _documents(
                 on_problem(Problem(path, "unreadable", e.strerror or str(e)))
                 continue
             try:
-                yield from _read_stream(lines, path, options, on_problem)
+                read = partial(_read_stream, lines, path, options)
+                yield from _read_once(read, on_problem, files, streams.identity(path))
             finally:
                 streams.close(lines)
         elif os.path.isdir(path):
@@ -379,31 +380,49 @@ def _documents(
         elif _read_before(path, files):
             on_problem(_revisited(path))
         else:
-            yield from _read_file_once(path, options, on_problem, files)
+            read = partial(_read_file, path, options)
+            yield from _read_once(read, on_problem, files, _file_key(path), _by_its_name(path))
     for problem in _unused_exclusions(seen.excluding, folders, options):
         on_problem(problem)
 
 
-def _read_file_once(
-    path: str, options: ReadOptions, on_problem: OnProblem, files: set[tuple[int, int]]
-) -> Iterator[Document]:
-    """_read_file, where _read_before counted the file read: one refused whole, with an
-    error and no document (UTF-16 text, which is not read line by line; not gzip data), is
-    not, so that a folder given that holds it reads it as its member. It was said to be
-    "already read" there, and read nowhere (a trial)."""
-    errors = 0
+#: Problems of a file refused for how it was read, not for what it holds: UTF-16 or
+#: UTF-32 text, or compressed data, read as lines. Read by another name (in a folder, as
+#: its member), it can be a document.
+_REFUSED_AS_READ = frozenset({"utf16", "utf32", "gzip", "compressed"})
 
-    def counted(problem: Problem) -> None:
-        nonlocal errors
-        errors += problem.severity == "error"
+
+def _read_once(
+    docs: Callable[[OnProblem], Iterator[Document]],
+    on_problem: OnProblem,
+    files: set[tuple[int, int]],
+    key: tuple[int, int] | None,
+    by_name: bool = False,
+) -> Iterator[Document]:
+    """docs(on_problem)'s documents, of a file that _read_before (or Streams.read_before)
+    counted read as `key`: one refused for how it was read (_REFUSED_AS_READ; `by_name`:
+    any error of a file whose name says it is compressed, such as a hard link named .gz
+    that is not gzip data) is not counted, so that another name of it, such as a folder
+    given that holds it, reads it. It was said to be "already read" there, and read
+    nowhere (a trial; stdin and a file in a folder given: a review)."""
+    refused = False
+
+    def noted(problem: Problem) -> None:
+        nonlocal refused
+        refused = refused or problem.kind in _REFUSED_AS_READ or (by_name and problem.severity == "error")
         on_problem(problem)
 
     read = False
-    for doc in _read_file(path, options, counted):
+    for doc in docs(noted):
         read = True
         yield doc
-    if not read and errors and (key := _file_key(path)) is not None:
+    if not read and refused and key is not None:
         files.discard(key)
+
+
+def _by_its_name(path: str) -> bool:
+    """Whether a file is read by what its name says it is (compressed: .gz, .zst, ...)."""
+    return codec_for(path) is not None and os.access(path, os.R_OK)
 
 
 def _one_slash(directory: str) -> str:
@@ -1746,6 +1765,10 @@ class _Aliased:
     tops: tuple[str, ...]
     read: set[tuple[int, int]] = field(default_factory=set)
 
+    def forget(self, st: os.stat_result) -> None:
+        """A file counted read by again() that was not, after all."""
+        self.read.discard((st.st_dev, st.st_ino))
+
     def link_to_read(self, path: str, options: ReadOptions) -> str | None:
         """Where the symbolic link `path` points, if the run reads that file under its
         own name (in one of its folders, as --glob and --exclude leave them): read
@@ -1800,9 +1823,12 @@ def _read_tree(
         if named and named[0] and _read_before(path, named[1], among=named[0]):
             on_problem(_revisited(path))
             continue
-        doc = _read_member(path, options, on_problem, partial(aliased.again, linked=linked or beneath))
+        again = partial(aliased.again, linked=linked or beneath)
+        doc = _read_member(path, options, on_problem, again, aliased.forget)
         if doc is not None:
             yield doc
+        elif named and named[0] and _by_its_name(path) and (key := _file_key(path)) in named[0]:
+            named[1].discard(key)  # by its name: its other names may read it (a review)
 
 
 def walk_reads(top: str, path: str, options: ReadOptions) -> bool:
@@ -1844,13 +1870,14 @@ class Entered:
 
 
 def _folders_above(top: str) -> frozenset[tuple[int, int]]:
-    """The (st_dev, st_ino) of each folder that holds `top` (its real path's), up to /."""
+    """The (st_dev, st_ino) of each folder that holds `top`, up to /: by its real path and
+    by the path given (a link given, x/lb -> ../real/b, holding a link back to x: a review)."""
     keys = set()
-    path = os.path.realpath(top)
-    while (parent := os.path.dirname(path)) != path:
-        with contextlib.suppress(OSError):
-            keys.add(file_identity(os.stat(parent)))
-        path = parent
+    for path in {os.path.realpath(top), os.path.abspath(top)}:
+        while (parent := os.path.dirname(path)) != path:
+            with contextlib.suppress(OSError):
+                keys.add(file_identity(os.stat(parent)))
+            path = parent
     return frozenset(keys)
 
 
@@ -2079,10 +2106,15 @@ def _read_member(
     options: ReadOptions,
     on_problem: OnProblem,
     again: Callable[[os.stat_result], bool] | None = None,
+    forget: Callable[[os.stat_result], None] | None = None,
 ) -> Document | None:
     """A directory's member as a Document, or None, said, where it is not one; `again`:
-    whether the file opened (by its stat) was read before under another name."""
+    whether the file opened (by its stat) was read before under another name; `forget`:
+    that it was not, after all, where its name's format failed (a hard link named .gz
+    that is no gzip data left its other name, notes.txt, "already read", and its text
+    read nowhere: a trial)."""
     limit = options.max_doc_size
+    opened: os.stat_result | None = None
     try:
         with _open_member(path) as (f, st):
             if options.written and file_identity(st) in options.written:
@@ -2090,21 +2122,21 @@ def _read_member(
                     Problem(path, "output", "a file this run writes (reached through a link); skipped")
                 )
                 return None
+            if again is not None and again(st):
+                on_problem(_revisited(path))
+                return None
+            opened = st
             data, whole = first_bytes(f, limit, binary_stops=True)
     except _NotAFile:
         on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
         return None
     except READ_ERRORS as e:  # the document is left out: what was read of it too (a review)
         on_problem(Problem(path, "unreadable", f"{read_error(e, path)}; skipped"))
+        if forget is not None and opened is not None and codec_for(path) is not None:
+            forget(opened)
         return None
     if looks_binary(data):
         on_problem(Problem(path, "binary", "binary file; skipped"))
-        return None
-    # Asked once it is a document: asked first, a hard link's name that could not be
-    # read (notes.gz, not gzip data) left its other name (notes.txt) "already read", and
-    # its text read nowhere (a trial).
-    if again is not None and again(st):
-        on_problem(_revisited(path))
         return None
     raw = os.fsencode(path)
     text, truncated = limited_text(data, whole, limit, path, on_problem)

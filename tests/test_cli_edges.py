@@ -189,6 +189,17 @@ def test_a_log_of_stderr_reached_through_a_link_in_a_folder_read_is_no_document(
         )
     ids = [json.loads(line)["id"] for line in done.stdout.decode().splitlines()]
     assert ids == [f"{folder}/a.txt"] and "a file this run writes (reached through a link)" in log.read_text()
+    # index query too, which did not set them aside at all (a review)
+    seen = tmp_path / "seen.sdx"
+    assert run("scan", str(folder / "a.txt"), "-q", "--index", str(seen)).exit_code == 0
+    with open(log, "ab") as err:
+        queried = subprocess.run(
+            [sys.executable, "-m", "simdedup", "index", "query", str(seen), str(folder)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            timeout=120,
+        )
+    assert [line.split("\t")[0] for line in queried.stdout.decode().splitlines()[1:]] == [f"{folder}/a.txt"]
 
 
 @linux_only

@@ -1294,6 +1294,41 @@ def test_a_file_refused_by_one_name_is_read_by_another(tmp_path: Path) -> None:
     assert [d.id for d in docs] == [f"{linked}/notes.txt"] and len(problems) == 1
 
 
+@pytest.mark.parametrize("refused", ["utf16", "gzip"])
+def test_stdin_refused_leaves_its_file_to_the_folder_given(tmp_path: Path, refused: str) -> None:
+    # Counted read before it was refused, stdin's file in a folder given was "already
+    # read" there, and read nowhere (a review).
+    folder = tmp_path / "h"
+    folder.mkdir()
+    name, data = (
+        ("u16.txt", "quick brown fox jumps\n".encode("utf-16"))
+        if refused == "utf16"
+        else ("z.gz", gzip.compress(b"some gz words here\n"))
+    )
+    (folder / name).write_bytes(data)
+    problems: list[Problem] = []
+    with open(folder / name, "rb") as stdin:
+        docs = list(read_documents(["-", str(folder)], ReadOptions(), problems.append, stdin=stdin))
+    assert [d.id for d in docs] == [f"{folder}/{name}"] and [p.where for p in problems] == ["-"]
+
+
+def test_a_file_named_and_in_its_folder_is_read_once_unless_refused_by_its_name(tmp_path: Path) -> None:
+    # notes.gz named (not gzip data) and its folder: its hard link notes.txt was "already
+    # read" (a review); a JSONL file named whose records all fail is read once, not again
+    # as a whole-file document (a review of the first fix).
+    k = tmp_path / "k"
+    k.mkdir()
+    (k / "notes.txt").write_text("plain text notes here\n")
+    os.link(k / "notes.txt", k / "notes.gz")
+    docs, _ = read([str(k / "notes.gz"), str(k)])
+    assert [d.id for d in docs] == [f"{k}/notes.txt"]
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "data.jsonl").write_text('{"id": 1, "text": "a b"}\n')
+    docs, problems = read([str(d / "data.jsonl"), str(d)], ReadOptions(text_field="body"))
+    assert docs == [] and [p.kind for p in problems][-1] == "revisited"
+
+
 def test_a_binary_member_is_read_no_further_than_its_first_piece(tmp_path: Path) -> None:
     # A directory's 50 MB video was read 16 MiB to be skipped (a trial).
     class Counted(io.BytesIO):
@@ -1308,6 +1343,25 @@ def test_a_binary_member_is_read_no_further_than_its_first_piece(tmp_path: Path)
     assert looks_binary(data) and Counted.asked <= 1 << 16
     text, whole = first_bytes(io.BytesIO(b"words " * 30_000), MAX_DOC_SIZE, binary_stops=True)
     assert whole and len(text) == 180_000  # text is read whole
+    # ... as a folder's member, and a file already read is not read again by its hard
+    # link's name (read first, a hard-linked tree was read twice: a review).
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / "a.bin").write_bytes(b"\0" * (4 << 20))
+    (folder / "b.txt").write_text("words " * 30_000)
+    os.link(folder / "b.txt", folder / "c.txt")
+    read_bytes: list[int] = []
+    reading = read_module._read_up_to
+
+    def counted(f: Any, size: int, enough: Any = None) -> bytes:
+        data = reading(f, size, enough)
+        read_bytes.append(len(data))
+        return data
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(read_module, "_read_up_to", counted)
+        docs, problems = read([str(folder)])
+    assert [d.id for d in docs] == [f"{folder}/b.txt"] and read_bytes == [1 << 16, 180_000]
 
 
 def test_a_link_to_a_folder_that_holds_the_folder_given_is_not_followed(tmp_path: Path) -> None:
@@ -1327,3 +1381,19 @@ def test_a_link_to_a_folder_that_holds_the_folder_given_is_not_followed(tmp_path
         (f"{top}/above", "ancestor"),
         (f"{top}/up", "ancestor"),
     ]
+
+
+def test_a_link_back_to_the_folder_holding_a_folder_given_through_a_link_is_not_followed(
+    tmp_path: Path,
+) -> None:
+    # x/lb -> ../real/b given, real/b/back -> ../../x: by the real path alone, x was not
+    # a folder above, and x/xx.txt, beside the folder given, was read (a review).
+    (tmp_path / "real" / "b").mkdir(parents=True)
+    (tmp_path / "real" / "b" / "in.txt").write_text("in\n")
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "xx.txt").write_text("beside\n")
+    (tmp_path / "x" / "lb").symlink_to("../real/b")
+    (tmp_path / "real" / "b" / "back").symlink_to("../../x")
+    docs, problems = read([str(tmp_path / "x" / "lb")])
+    assert [d.id for d in docs] == [f"{tmp_path}/x/lb/in.txt"]
+    assert [(p.where, p.kind) for p in problems] == [(f"{tmp_path}/x/lb/back", "ancestor")]
