@@ -307,7 +307,12 @@ class Streams:
             if path != STDIN:
                 return file_identity(os.stat(path))
             if self.stdin is not None:
-                return file_identity(os.fstat(self.stdin.stream.fileno()))
+                fd = self.stdin.stream.fileno()
+                # partway into its file (`{ read l; simdedup - o; } < o/a.txt`), it is not
+                # that file: its first lines were read nowhere (a review)
+                if stat.S_ISREG(os.fstat(fd).st_mode) and os.lseek(fd, 0, os.SEEK_CUR) > 0:
+                    return None
+                return file_identity(os.fstat(fd))
         except (OSError, AttributeError, ValueError):  # no descriptor: a test's bytes
             pass
         return None
@@ -401,15 +406,16 @@ def _read_once(
 ) -> Iterator[Document]:
     """docs(on_problem)'s documents, of a file that _read_before (or Streams.read_before)
     counted read as `key`: one refused for how it was read (_REFUSED_AS_READ; `by_name`:
-    any error of a file whose name says it is compressed, such as a hard link named .gz
-    that is not gzip data) is not counted, so that another name of it, such as a folder
-    given that holds it, reads it. It was said to be "already read" there, and read
-    nowhere (a trial; stdin and a file in a folder given: a review)."""
+    a read error of a file whose name says it is compressed, such as a hard link named
+    .gz that is not gzip data; not its records' errors, a review) is not counted, so that
+    another name of it, such as a folder given that holds it, reads it. It was said to
+    be "already read" there, and read nowhere (a trial; stdin and a file in a folder
+    given: a review)."""
     refused = False
 
     def noted(problem: Problem) -> None:
         nonlocal refused
-        refused = refused or problem.kind in _REFUSED_AS_READ or (by_name and problem.severity == "error")
+        refused = refused or problem.kind in _REFUSED_AS_READ or (by_name and problem.kind == "unreadable")
         on_problem(problem)
 
     read = False
@@ -1824,11 +1830,23 @@ def _read_tree(
             on_problem(_revisited(path))
             continue
         again = partial(aliased.again, linked=linked or beneath)
-        doc = _read_member(path, options, on_problem, again, aliased.forget)
+        doc = _read_member(path, options, on_problem, again, partial(_not_read, aliased, named))
         if doc is not None:
             yield doc
-        elif named and named[0] and _by_its_name(path) and (key := _file_key(path)) in named[0]:
-            named[1].discard(key)  # by its name: its other names may read it (a review)
+
+
+def _not_read(
+    aliased: _Aliased,
+    named: tuple[frozenset[tuple[int, int]], set[tuple[int, int]]] | None,
+    st: os.stat_result,
+) -> None:
+    """A member refused (a read error, binary) is not counted read: its other names, a
+    hard link, a name given, stdin, may read it, as lines or by another format. A file
+    with a NUL after its first line, binary to a folder, was then "already read" when
+    named, and read nowhere (a review)."""
+    aliased.forget(st)
+    if named is not None and (key := file_identity(st)) in named[0]:
+        named[1].discard(key)
 
 
 def walk_reads(top: str, path: str, options: ReadOptions) -> bool:
@@ -2110,9 +2128,9 @@ def _read_member(
 ) -> Document | None:
     """A directory's member as a Document, or None, said, where it is not one; `again`:
     whether the file opened (by its stat) was read before under another name; `forget`:
-    that it was not, after all, where its name's format failed (a hard link named .gz
-    that is no gzip data left its other name, notes.txt, "already read", and its text
-    read nowhere: a trial)."""
+    that it was not, after all, where it is refused here (a hard link named .gz that is
+    no gzip data left its other name, notes.txt, "already read", and its text read
+    nowhere: a trial)."""
     limit = options.max_doc_size
     opened: os.stat_result | None = None
     try:
@@ -2132,11 +2150,13 @@ def _read_member(
         return None
     except READ_ERRORS as e:  # the document is left out: what was read of it too (a review)
         on_problem(Problem(path, "unreadable", f"{read_error(e, path)}; skipped"))
-        if forget is not None and opened is not None and codec_for(path) is not None:
+        if forget is not None and opened is not None:
             forget(opened)
         return None
     if looks_binary(data):
         on_problem(Problem(path, "binary", "binary file; skipped"))
+        if forget is not None and opened is not None:
+            forget(opened)
         return None
     raw = os.fsencode(path)
     text, truncated = limited_text(data, whole, limit, path, on_problem)

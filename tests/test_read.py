@@ -1397,3 +1397,31 @@ def test_a_link_back_to_the_folder_holding_a_folder_given_through_a_link_is_not_
     docs, problems = read([str(tmp_path / "x" / "lb")])
     assert [d.id for d in docs] == [f"{tmp_path}/x/lb/in.txt"]
     assert [(p.where, p.kind) for p in problems] == [(f"{tmp_path}/x/lb/back", "ancestor")]
+
+
+def test_what_one_reader_refuses_another_name_may_read_and_records_that_fail_are_read_once(
+    tmp_path: Path,
+) -> None:
+    # A review of the read-once fixes: a file with a NUL after its first line, binary to
+    # a folder, was "already read" when named after it, and read nowhere; a compressed
+    # JSONL file named, whose records all failed, was read again as a whole-file document;
+    # stdin partway into a file in a folder given was taken for all of that file.
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "m.txt").write_bytes(b"good text here\nx\0y\n")
+    docs, problems = read([str(b), str(b / "m.txt")])
+    assert [d.id for d in docs] == [f"{b}/m.txt:1", f"{b}/m.txt:2"] and [p.kind for p in problems] == [
+        "binary"
+    ]
+    j = tmp_path / "j"
+    j.mkdir()
+    (j / "x.jsonl.gz").write_bytes(gzip.compress(b'{"id": "r1", "body": "first record"}\n'))
+    docs, problems = read([str(j / "x.jsonl.gz"), str(j)])
+    assert docs == [] and [p.kind for p in problems][-1] == "revisited"
+    o = tmp_path / "o"
+    o.mkdir()
+    (o / "a.txt").write_text("first line\nsecond line\n")
+    with open(o / "a.txt", "rb", buffering=0) as stdin:
+        stdin.read(len("first line\n"))  # `{ read l; simdedup - o; } < o/a.txt`
+        got = list(read_documents(["-", str(o)], ReadOptions(), lambda p: None, stdin=stdin))
+    assert [d.id for d in got] == ["-:1", f"{o}/a.txt"]
