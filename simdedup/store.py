@@ -850,8 +850,8 @@ def index_lock(
     on the target exclude each other. `replaces`: the holder will replace the file,
     which must then be writable (a read-only one is refused, not replaced). Gives a
     function that says whether PATH.lock is still the file locked: removed while held
-    (a "stale lock" cleaned up by hand), and made again by another run, it no longer
-    keeps that run out, and the run that saved last dropped the other's rows (a trial)."""
+    (a "stale lock" cleaned up by hand), it no longer keeps another run out, and of two
+    runs the one that saved last dropped the other's rows (a trial; still_locked)."""
     from filelock import FileLock, Timeout
 
     shown, path = path, os.path.realpath(path)
