@@ -1815,6 +1815,7 @@ def _read_tree(
     read under its own name is skipped, wherever it sorts, and a file with hard links,
     or reached by links from elsewhere, is read where it comes first."""
     aliased = _Aliased((top,)) if aliased is None else aliased
+    forget = partial(_not_read, aliased, named)
     for path in _walk(top, options, on_problem, seen):
         linked, beneath = isinstance(path, _Linked), isinstance(path, _Beneath)
         path = str(path)  # a plain str for the Document's id
@@ -1830,7 +1831,7 @@ def _read_tree(
             on_problem(_revisited(path))
             continue
         again = partial(aliased.again, linked=linked or beneath)
-        doc = _read_member(path, options, on_problem, again, partial(_not_read, aliased, named))
+        doc = _read_member(path, options, on_problem, again, forget)
         if doc is not None:
             yield doc
 

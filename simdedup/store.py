@@ -36,7 +36,7 @@ from .dedup import Deduplicator, Ids
 from .features import SCRIPT_FOLD
 from .fingerprint import FeatureHasher
 from .index import Layout
-from .read import INDEX_MAGIC
+from .read import INDEX_MAGIC, file_identity
 from .settings import FINGERPRINT_SPEC_VERSION, HEAD_SPEC, Settings
 from .sketch import ALIKE_SKETCH_SPECS, EARLIER_SKETCH_SPECS, SKETCH, SKETCH_SPEC
 from .status import (
@@ -936,19 +936,16 @@ def _locked_file(lock: Any) -> tuple[int, int] | None:
     """The device and inode of the file a held FileLock locked: of its descriptor, not
     of its path, which may name another file by then."""
     fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
-    if isinstance(fd, int):
-        st = os.fstat(fd)
-        return st.st_dev, st.st_ino
-    return _identity(lock.lock_file)
+    return file_identity(os.fstat(fd)) if isinstance(fd, int) else _identity(lock.lock_file)
 
 
 def _identity(path: str) -> tuple[int, int] | None:
-    """The device and inode of the file at `path`, or None where there is none."""
+    """The device and inode of the file at `path` (read.file_identity), or None where
+    there is none."""
     try:
-        st = os.stat(path)
+        return file_identity(os.stat(path))
     except FileNotFoundError:
         return None
-    return st.st_dev, st.st_ino
 
 
 #: ioctl(2) FS_IOC_GETFLAGS (Linux, 64-bit), and the flags of chattr's +i and +a.
