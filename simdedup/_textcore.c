@@ -1,7 +1,8 @@
-/* The compiled core for ASCII text, in C: words found, hashed, summed and sketched in one pass.
+/* The compiled core for text without Han characters, in C: words found, hashed, summed and
+ * sketched in one pass.
  *
  * compiled_text.py calls it; see there for what it computes. Loading it costs a process
- * nothing measurable, where numba's first call cost ~0.25-0.55 s, so every batch of ASCII
+ * nothing measurable, where numba's first call cost ~0.25-0.55 s, so every batch of such
  * text can use it. It only reads and writes the buffers it is given: it keeps no state
  * between calls, never prints, and releases the GIL while it works.
  */
@@ -106,7 +107,9 @@ static uint64_t xxh3(const uint8_t *p, int64_t n) {
 }
 
 /* low: raw's ASCII bytes case-folded; word_bits: bit i % 64 of word i / 64 is 1 where low[i]
- * is a \w byte, [0-9a-z_]. Branch-free within each 64 bytes, which the compiler vectorizes. */
+ * is a \w byte, [0-9a-z_], or a byte past ASCII: the core is given UTF-8 in which every
+ * character past ASCII is a word character (features.core_spans puts spaces for the others).
+ * Branch-free within each 64 bytes, which the compiler vectorizes. */
 static void fold(const uint8_t *raw, int64_t n, uint8_t *low, uint64_t *word_bits) {
     for (int64_t base = 0; base < n; base += 64) {
         int64_t stop = n - base < 64 ? n - base : 64;
@@ -115,7 +118,7 @@ static void fold(const uint8_t *raw, int64_t n, uint8_t *low, uint64_t *word_bit
             uint8_t c = raw[base + j];
             c += 32 * ((uint8_t)(c - 65) < 26); /* A-Z */
             low[base + j] = c;
-            is_word[j] = ((uint8_t)(c - 97) < 26) | ((uint8_t)(c - 48) < 10) | (c == 95);
+            is_word[j] = ((uint8_t)(c - 97) < 26) | ((uint8_t)(c - 48) < 10) | (c == 95) | (c >= 0x80);
         }
         uint64_t x = 0;
         for (int j = 0; j < 8; j++) /* eight bytes of 0 or 1 times this: their bits in the top byte */
@@ -326,11 +329,12 @@ static int writable_size(Py_buffer *view, Py_ssize_t items, Py_ssize_t itemsize,
     return 0;
 }
 
-PyDoc_STRVAR(ascii_documents_doc,
-    "ascii_documents(raw, starts, ends, heads, log2_bins, bits, exact, fps, found, head_fps, has_head, sketches,\n"
-    "                done)\n"
+PyDoc_STRVAR(text_documents_doc,
+    "text_documents(raw, starts, ends, heads, log2_bins, bits, exact, fps, found, head_fps, has_head,\n"
+    "               sketches, done)\n"
     "\n"
-    "For each document d, raw[starts[d]:ends[d]] (ASCII bytes; int64 bounds): its fingerprint\n"
+    "For each document d, raw[starts[d]:ends[d]] (ASCII, or UTF-8 in which every character past\n"
+    "ASCII is a word character; int64 bounds): its fingerprint\n"
     "(fps[d], uint64; found[d]: it has a word), with `heads` its head fingerprint (head_fps[d];\n"
     "has_head[d]: it has more than HEAD_TOKENS words), and where `sketches` is not empty, its\n"
     "one-permutation sketch of 2 ** log2_bins bins of `bits` bits in row d of sketches (uint8),\n"
@@ -338,7 +342,7 @@ PyDoc_STRVAR(ascii_documents_doc,
     "done[d] is False for a document with a word longer than 128 bytes, which the numpy path\n"
     "hashes instead (its other outputs are not written). found, has_head, done: bool arrays.");
 
-static PyObject *ascii_documents(PyObject *self, PyObject *args) {
+static PyObject *text_documents(PyObject *self, PyObject *args) {
     Py_buffer raw, starts, ends, fps, found, head_fps, has_head, sketches, done;
     int heads, log2_bins, bits, exact;
     if (!PyArg_ParseTuple(args, "y*y*y*piii" "w*w*w*w*w*w*", &raw, &starts, &ends, &heads, &log2_bins, &bits,
@@ -509,7 +513,7 @@ static PyObject *line_ends(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"ascii_documents", ascii_documents, METH_VARARGS, ascii_documents_doc},
+    {"text_documents", text_documents, METH_VARARGS, text_documents_doc},
     {"numbered_lines", numbered_lines, METH_VARARGS, numbered_lines_doc},
     {"line_ends", line_ends, METH_VARARGS, line_ends_doc},
     {NULL, NULL, 0, NULL},

@@ -1,12 +1,16 @@
-"""The compiled core for ASCII text: words found, hashed, summed and sketched in one pass.
+"""The compiled core for text without Han characters: words found, hashed, summed and
+sketched in one pass.
 
-What features.py, fingerprint.py and sketch.py do for a batch of ASCII texts in several
-numpy passes (\\w+ words, xxh3-64, +-1 column sums, the head window, the verification
-sketch), done in one call of a C extension (_textcore.c), with the same results, bit for
-bit (tests/test_compiled_text.py). A first pass over the batch's bytes folds their case
-and marks which are word bytes, one bit a byte; then each document's words are found 64
-bytes at a time, as the bits where that mark changes, and hashed, summed and sketched in
-one loop. Pure functions of arrays: none keeps state between calls or prints.
+What features.py, fingerprint.py and sketch.py do for a batch of texts in several numpy
+passes (\\w+ words, xxh3-64, +-1 column sums, the head window, the verification sketch),
+done in one call of a C extension (_textcore.c), with the same results, bit for bit
+(tests/test_compiled_text.py). It reads ASCII, and other text as features.core_spans
+makes it: normalized, in UTF-8, with spaces for the characters past ASCII that are not
+word characters, so that every byte past ASCII is a word byte. A first pass over the
+batch's bytes folds their ASCII case and marks which are word bytes, one bit a byte; then
+each document's words are found 64 bytes at a time, as the bits where that mark changes,
+and hashed, summed and sketched in one loop. Pure functions of arrays: none keeps state
+between calls or prints.
 
 It loads with the package, at no cost a process can measure, so every batch that it
 serves goes through it (numba's version of it cost a process ~0.25-0.55 s to load, and
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._textcore import ascii_documents
+from ._textcore import text_documents
 
 
 def ascii_batch(
@@ -34,10 +38,10 @@ def ascii_batch(
     lengths = np.fromiter(map(len, texts), np.int64, len(texts))
     starts = np.cumsum(lengths + 1) - lengths - 1
     data = " ".join(texts).encode("ascii")
-    return ascii_spans(data, starts, starts + lengths, heads, sketch_bins, sketch_bits, sketch_exact)
+    return text_spans(data, starts, starts + lengths, heads, sketch_bins, sketch_bits, sketch_exact)
 
 
-def ascii_spans(
+def text_spans(
     data: bytes,
     starts: np.ndarray,
     ends: np.ndarray,
@@ -46,8 +50,9 @@ def ascii_spans(
     sketch_bits: int = 2,
     sketch_exact: int = 0,
 ) -> tuple[list[int | None], list[int | None], np.ndarray, np.ndarray]:
-    """ascii_batch of the texts data[starts[i]:ends[i]] (ASCII bytes, int64 bounds),
-    read where they are: the lines of a chunk of a file (read.AsciiLines)."""
+    """ascii_batch of the texts data[starts[i]:ends[i]] (int64 bounds), read where they
+    are: the lines of a chunk of a file (read.AsciiLines), or what features.core_spans
+    made of a batch (ASCII, or UTF-8 in which every byte past ASCII is a word byte)."""
     fps, found, head_fps, has_head, sketches, done = _made(
         data, starts, ends, heads, sketch_bins, sketch_bits, sketch_exact
     )
@@ -83,7 +88,7 @@ def _made(
     width = sketch_bins * sketch_bits // 8
     sketches = np.zeros((n if sketch_bins else 0, width), np.uint8)
     log2_bins = max(sketch_bins.bit_length() - 1, 0)
-    ascii_documents(
+    text_documents(
         data,
         np.ascontiguousarray(starts, np.int64),  # as the core reads them
         np.ascontiguousarray(ends, np.int64),

@@ -54,33 +54,127 @@ def normalize(text: str, fold: bool = True) -> str:
     return _normalize_unicode(text, fold)
 
 
-_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
-_NON_ASCII_WORD = re.compile(r"[^\W\x00-\x7f]")  # a word character, not ASCII
+# How the compiled core reads each code point of a normalized text (_CORE_READS, core_spans).
+_ASCII, _WORD_BYTES, _SEPARATOR, _TO_FOLD, _NOT_READ = range(5)
 
 
-def _only_a_separator(c: str) -> bool:
-    """Whether a character is a separator and nothing else, where it stands: not a word
-    character, no combining mark (NFKC would join one to the letter before it), and no
-    word character in its NFKC or case fold (_ONLY_A_SEPARATOR asks once a code point)."""
-    folded = unicodedata.normalize("NFKC", c).casefold()
-    return not (_WORD.search(c) or unicodedata.category(c).startswith("M") or _WORD.search(folded))
+def _core_reads(c: str) -> int:
+    """_ASCII (the core folds its case and knows whether it is a word character); a word
+    character whose case fold is itself, which the core reads as word bytes (_WORD_BYTES:
+    it takes every byte of UTF-8 past ASCII for one); a separator that is its own case
+    fold, which it must be given as a space (_SEPARATOR); a character to case-fold first
+    (_TO_FOLD); a Han character (jieba cuts those) or a lone surrogate (no UTF-8),
+    which keep a text from the core (_NOT_READ)."""
+    if c.isascii():
+        return _ASCII
+    if _HAN.match(c) or "\ud800" <= c <= "\udfff":
+        return _NOT_READ
+    if c.casefold() != c:
+        return _TO_FOLD
+    return _WORD_BYTES if _WORD.match(c) else _SEPARATOR
 
 
-def ascii_equivalent(text: str) -> str | None:
-    """A non-ASCII text whose non-ASCII characters are all separators (curly quotes,
-    dashes, a no-break space, an ellipsis, bullets), each as a space: ASCII text with
-    the same words in the same order, so the same tokens, fingerprints, heads and
-    sketches under the default tokenizer, which the compiled core makes 7 times as
-    fast (a trial: one curly apostrophe a line made `scan` of English 7x slower); None
-    for any other text."""
-    if _NON_ASCII_WORD.search(text):  # letters or digits: most non-ASCII text ends here
-        return None
-    found = set(_NOT_ASCII.findall(text))  # no word characters left: few of them, as a rule
-    if not all(map(_ONLY_A_SEPARATOR.holds, found)):  # a few characters: no arrays
-        return None
-    for c in found:  # str.translate took 37 µs a 700-character line, replace 1 µs a character
-        text = text.replace(c, " ")
-    return text
+def core_spans(texts: Sequence[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
+    """(rows, data, starts, ends): which texts the compiled core can read, and what it
+    reads of each, data[starts[k]:ends[k]] for texts[rows[k]] (rows ascending).
+
+    An ASCII text is its bytes (the core folds their case). Any other text without Han
+    characters is normalized as normalize() does it (NFKC, case fold), in UTF-8, with
+    spaces for each non-ASCII character that is not a word character: the core takes
+    every byte past ASCII for a word byte, so its words are the normalized text's \\w+
+    words, hashed as their UTF-8 (as FeatureHasher does). Texts with Han characters are
+    not among the rows: their words are jieba's (and a lone surrogate has no UTF-8).
+    Only the non-ASCII characters are looked at one by one, in numpy."""
+    n = len(texts)
+    other = [i for i, t in enumerate(texts) if not t.isascii()]
+    plain = [i for i, t in enumerate(texts) if t.isascii()] if other else list(range(n))
+    starts, ends = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    data = " ".join(texts[i] for i in plain).encode("ascii")
+    lengths = np.fromiter((len(texts[i]) for i in plain), np.int64, len(plain))
+    starts[plain] = np.cumsum(lengths + 1) - lengths - 1
+    ends[plain] = starts[plain] + lengths
+    if not other:
+        return np.arange(n), data, starts, ends
+    forms = [texts[i] for i in other]
+    joined, codes, wide, reads, cp_ends = _read_past_ascii(forms)
+    han = set(_texts_at(wide[reads == _NOT_READ], cp_ends).tolist())  # or a lone surrogate
+    folding = wide[reads == _TO_FOLD]
+    into = _FOLDS_INTO(codes[folding])
+    # Texts not in NFKC (rare but for Chinese), and texts with a character that folds into
+    # more than one (ß, ŉ): normalized whole, as normalize() does it. Those and the texts
+    # without Han are read again.
+    whole = set(_texts_at(folding[into == 0], cp_ends).tolist()) - han
+    whole.update(
+        j for j, form in enumerate(forms) if j not in han and not unicodedata.is_normalized("NFKC", form)
+    )
+    if whole or han:
+        other = [i for j, i in enumerate(other) if j not in han]
+        forms = [
+            _nfkc(form).casefold() if j in whole else form for j, form in enumerate(forms) if j not in han
+        ]
+        if not forms:
+            return np.array(plain, np.int64), data, starts[plain], ends[plain]
+        joined, codes, wide, reads, cp_ends = _read_past_ascii(forms)
+        folding = wide[reads == _TO_FOLD]
+        into = _FOLDS_INTO(codes[folding])
+    if len(into):  # each into the one character it folds into (case folding looks at no other)
+        codes, reads = codes.copy(), reads.copy()
+        one = into > 0
+        codes[folding[one]] = into[one]
+        reads[reads == _TO_FOLD] = np.where(one, _CORE_READS(into), _TO_FOLD)
+        joined = codes.tobytes().decode("utf-32-le", "surrogatepass")
+    read = np.ones(len(other), bool)
+    read[_texts_at(wide[reads >= _TO_FOLD], cp_ends)] = False  # Han, a surrogate, a fold not done
+    utf8, form_starts, form_ends = _utf8(joined, codes[wide], wide, reads, cp_ends)
+    at = np.array(other, np.int64)[read]
+    starts[at] = len(data) + form_starts[read]
+    ends[at] = len(data) + form_ends[read]
+    rows = np.sort(np.concatenate([np.array(plain, np.int64), at]))
+    return rows, data + utf8, starts[rows], ends[rows]
+
+
+def _nfkc(text: str) -> str:
+    """NFKC of a text, as normalize() makes it."""
+    if unicodedata.is_normalized("NFKC", text):  # the quick check: ~1.5 ns a character
+        return text
+    return unicodedata.normalize("NFKC", _few_marks(text))
+
+
+def _read_past_ascii(forms: list[str]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(joined, codes, wide, reads, ends): the texts one after another, as a str and as
+    code points; where the code points past ASCII are, and _core_reads of each; and where
+    each text's code points end."""
+    joined = "".join(forms)
+    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
+    wide = np.flatnonzero(codes > 0x7F)
+    ends = np.cumsum(np.fromiter(map(len, forms), np.int64, len(forms)))
+    return joined, codes, wide, _CORE_READS(codes[wide]), ends
+
+
+def _texts_at(places: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The texts that hold these places (code points, ascending), ascending, once each:
+    found by where the texts end among the places, which may be most of a batch's."""
+    return np.flatnonzero(np.diff(np.searchsorted(places, ends), prepend=0))
+
+
+def _utf8(
+    joined: str, points: np.ndarray, wide: np.ndarray, reads: np.ndarray, cp_ends: np.ndarray
+) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """(utf8, starts, ends): the texts (joined) in UTF-8, with a space for each byte of a
+    _SEPARATOR character; where each text's bytes start and end. points, wide, reads:
+    the code points that were past ASCII before a fold, where they are, and _core_reads of
+    each (one may be ASCII now); cp_ends: where the texts end in code points."""
+    utf8 = joined.encode("utf-8", "surrogatepass")
+    extra = (points > 0x7F).view(np.uint8) + (points > 0x7FF) + (points > 0xFFFF)  # bytes past the first
+    extra_before = np.concatenate([[0], np.cumsum(extra, dtype=np.int64)])
+    ends = cp_ends + extra_before[np.searchsorted(wide, cp_ends)]
+    gaps = reads == _SEPARATOR
+    if gaps.any():
+        buffer = np.frombuffer(bytearray(utf8), np.uint8)
+        at = wide[gaps] + extra_before[:-1][gaps]  # each one's first byte
+        buffer[runs_index(at, extra[gaps] + 1)] = 0x20
+        utf8 = buffer.tobytes()
+    return utf8, np.concatenate([[0], ends[:-1]]), ends
 
 
 def normalize_many(texts: Sequence[str], fold: bool = True) -> list[str]:
@@ -248,32 +342,29 @@ def _is_han(codes: np.ndarray) -> np.ndarray:
 
 
 class _CharacterClass:
-    """A class of characters, code point by code point: `member` is asked about each code
-    point the first time it is seen (2.2 MB of tables, once)."""
+    """What `member` says of a character (a bool, or a small int with dtype uint8), code
+    point by code point: it is asked about each code point the first time it is seen
+    (1.1 MB of table a byte of dtype, once)."""
 
-    def __init__(self, member: Callable[[str], bool]) -> None:
+    def __init__(self, member: Callable[[str], Any], dtype: type = bool) -> None:
         self._is = member
         self._seen = np.zeros(0x110000, bool)
-        self._member = np.zeros(0x110000, bool)
+        self._member = np.zeros(0x110000, dtype)
 
     def __call__(self, codes: np.ndarray) -> np.ndarray:
-        new = np.unique(codes[~self._seen[codes]])
-        if len(new):
+        seen = self._seen[codes]
+        if not seen.all():
+            new = np.unique(codes[~seen])
             found = (self._is(chr(c)) for c in new.tolist())
-            self._member[new] = np.fromiter(found, bool, len(new))
+            self._member[new] = np.fromiter(found, self._member.dtype, len(new))
             self._seen[new] = True
         return self._member[codes]
 
-    def holds(self, c: str) -> bool:
-        """Whether the class holds one character (for a few of them: no arrays made)."""
-        code = ord(c)
-        if not self._seen[code]:
-            self._member[code], self._seen[code] = self._is(c), True
-        return bool(self._member[code])
-
 
 _WORD_CHARACTER = _CharacterClass(lambda c: _WORD.match(c) is not None)
-_ONLY_A_SEPARATOR = _CharacterClass(_only_a_separator)
+_CORE_READS = _CharacterClass(_core_reads, np.uint8)
+#: The one code point a character's case fold is (0: it is several).
+_FOLDS_INTO = _CharacterClass(lambda c: ord(f) if len(f := c.casefold()) == 1 else 0, np.uint32)
 
 
 #: A word of other characters (Latin, digits) within this many word characters of a

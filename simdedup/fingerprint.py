@@ -19,8 +19,8 @@ import xxhash
 
 from .features import (
     Features,
-    ascii_equivalent,
     ascii_word_spans,
+    core_spans,
     has_chinese,
     jieba_word_pool,
     normalized_many,
@@ -33,9 +33,9 @@ from .settings import HEAD_TOKENS, Settings
 from .xxh3 import hash_spans, hash_spans128
 
 try:
-    from .compiled_text import ascii_batch, ascii_spans, span_fingerprints
+    from .compiled_text import ascii_batch, span_fingerprints, text_spans
 except ImportError:  # installed where no C compiler was found (setup.py): the numpy path does all text
-    ascii_batch = ascii_spans = span_fingerprints = None  # type: ignore[assignment]
+    ascii_batch = text_spans = span_fingerprints = None  # type: ignore[assignment]
 
 #: feature -> unsigned hash with at least `bits` bits; bit i of the result feeds column i.
 HashFunc = Callable[[str], int]
@@ -317,33 +317,33 @@ def compiled_core(
     sketch_bits: int = 2,
     sketch_exact: int = 0,
 ) -> CoreResults | None:
-    """What compiled_text.ascii_batch makes of the texts it can do (with `heads`, head
-    fingerprints; with sketch_bins > 0, one-permutation sketches of that many bins of
-    sketch_bits bits, exact ones of texts of 1 to sketch_exact distinct shingles): ASCII
-    texts on the occurrence path (_occurrence_path) without a word longer than
-    xxh3.VECTORIZED_MAX bytes; None where that is none of them (and where simdedup was
-    installed without its C core). The same results as the numpy path."""
+    """What the compiled core (compiled_text.text_spans) makes of the texts it can do
+    (with `heads`, head fingerprints; with sketch_bins > 0, one-permutation sketches of
+    that many bins of sketch_bits bits, exact ones of texts of 1 to sketch_exact distinct
+    shingles): texts without Han characters (features.core_spans: ASCII, and other text
+    normalized, in UTF-8) on the occurrence path (_occurrence_path), without a word longer
+    than xxh3.VECTORIZED_MAX bytes; None where that is none of them (and where simdedup
+    was installed without its C core). The same results as the numpy path."""
     if (
         ascii_batch is None
-        or ascii_spans is None
+        or text_spans is None
         or settings.bits != 64
         or not _occurrence_path(settings, hashfunc)
     ):
         return None
     if isinstance(texts, AsciiLines):  # read where they are
         ascii_rows: list[int] = list(range(len(texts)))
-        fps, head_fps, sketches, done = ascii_spans(
+        fps, head_fps, sketches, done = text_spans(
             texts.data, texts.starts, texts.ends, heads, sketch_bins, sketch_bits, sketch_exact
         )
     else:
-        # Non-ASCII text whose non-ASCII characters are all separators is the ASCII text
-        # with spaces for them (features.ascii_equivalent).
-        plain = [t if t.isascii() else ascii_equivalent(t) for t in texts]
-        ascii_rows = [i for i, t in enumerate(plain) if t is not None]
-        if not ascii_rows:
+        rows, data, starts, ends = core_spans(texts)  # ASCII, and other text without Han
+        if not len(rows):
             return None
-        part = plain if len(ascii_rows) == len(texts) else [plain[i] for i in ascii_rows]
-        fps, head_fps, sketches, done = ascii_batch(part, heads, sketch_bins, sketch_bits, sketch_exact)
+        ascii_rows = rows.tolist()
+        fps, head_fps, sketches, done = text_spans(
+            data, starts, ends, heads, sketch_bins, sketch_bits, sketch_exact
+        )
     if done.all():
         return ascii_rows, fps, head_fps, sketches
     kept = np.flatnonzero(done).tolist()

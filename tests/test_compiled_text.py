@@ -16,13 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import Document, Settings, dedup, fingerprint_texts
+from simdedup import features as features_module
 from simdedup import fingerprint as fingerprint_module
 from simdedup import parallel as parallel_module
 from simdedup import pipeline as pipeline_module
 from simdedup import read as read_module
 from simdedup import sketch as sketch_module
 from simdedup.cli import main
-from simdedup.compiled_text import ascii_batch, ascii_spans
+from simdedup.compiled_text import ascii_batch, text_spans
 from simdedup.fingerprint import FeatureHasher, text_batch_fingerprints
 from simdedup.parallel import chunk_task
 from simdedup.sketch import OnePermutation, fingerprints_and_sketches, shingle_hashes
@@ -34,6 +35,12 @@ _WORD = st.one_of(
     st.sampled_from(["the", "a", "of", "Data", "x_1", "2026", "_", "Z"]),
     st.text(string.ascii_letters + string.digits + "_", min_size=1, max_size=VECTORIZED_MAX + 2),
 )
+# Words with letters past ASCII: accented, Cyrillic, Greek (final sigma), kana, Hangul,
+# capitals that fold to other letters or to two (ẞ, İ, ǅ), a ligature, superscript and
+# circled digits and full-width letters that NFKC changes, combining marks (U+0345 folds
+# to a letter), astral letters; up to 70 characters, so that some pass 128 bytes of UTF-8.
+_LETTERS = "éÉèçÇñÑßẞİıøØåÅабвгдАБВГДёЁαβγσςΣΩάあいうカキ한국어ǅǆﬁ²①Ａｚ\u0301\u0345𝐀𐐀"
+_OTHER_WORD = st.text(_LETTERS + "ab_1", min_size=1, max_size=70)
 _GAP = st.text(" \t\n.,;:!?-'\"()/\\@#$%^&*+=<>[]{}|~`", min_size=1, max_size=3)
 
 
@@ -57,7 +64,7 @@ _OTHER_GAP = st.one_of(
 
 @st.composite
 def separated_text(draw: st.DrawFn) -> str:
-    words = draw(st.lists(_WORD, max_size=draw(st.sampled_from([3, 40, 300]))))
+    words = draw(st.lists(_WORD | _OTHER_WORD, max_size=draw(st.sampled_from([3, 40, 300]))))
     gaps = draw(st.lists(_GAP | _OTHER_GAP, min_size=len(words) + 1, max_size=len(words) + 1))
     return "".join(g + w for g, w in zip(gaps, words)) + gaps[-1]
 
@@ -127,7 +134,7 @@ def test_the_c_core_writes_all_of_each_sketch_whatever_its_buffer_held() -> None
     n = len(texts)
     sketches = np.full((n, 256), 0xFF, np.uint8)
     outputs = [np.zeros(n, np.uint64), np.zeros(n, bool), np.zeros(n, np.uint64), np.zeros(n, bool)]
-    _textcore.ascii_documents(
+    _textcore.text_documents(
         data, starts, starts + lengths, False, 10, 2, 12, *outputs, sketches, np.zeros(n, bool)
     )
     assert np.array_equal(sketches, expected)
@@ -147,7 +154,7 @@ def test_spans_cut_anywhere_in_the_bytes_are_read_as_those_bytes_alone(
     starts = np.array([a for a, _ in spans], np.int64)
     ends = np.array([b for _, b in spans], np.int64)
     bins = 1024 if sketches else 0
-    got = ascii_spans(raw, starts, ends, True, bins)
+    got = text_spans(raw, starts, ends, True, bins)
     expected = ascii_batch([raw[a:b].decode() for a, b in spans], True, bins)
     done = expected[3]
     assert got[3].tolist() == done.tolist()
@@ -245,7 +252,7 @@ def test_scan_and_fingerprint_write_the_same_bytes_with_the_core(
     for core in (True, False):
         if not core:  # as installed without a C compiler; workers (forked from here) too
             monkeypatch.setattr(fingerprint_module, "ascii_batch", None)
-            monkeypatch.setattr(fingerprint_module, "ascii_spans", None)
+            monkeypatch.setattr(fingerprint_module, "text_spans", None)
         outputs = []
         for args in (
             ["scan", str(path), "--format", "tsv"],
@@ -316,15 +323,15 @@ def test_the_c_core_refuses_bounds_and_outputs_that_do_not_fit() -> None:
 
     bounds = np.array([0], np.int64), np.array([9], np.int64)
     with pytest.raises(ValueError, match="outside 4 bytes"):
-        _textcore.ascii_documents(
+        _textcore.text_documents(
             b"abcd", *bounds, True, 0, 2, 0, *outputs(1), np.zeros(0, np.uint8), np.zeros(1, bool)
         )
     with pytest.raises(ValueError, match="fps"):
-        _textcore.ascii_documents(
+        _textcore.text_documents(
             b"abcdefghij", *bounds, True, 0, 2, 0, *outputs(2), np.zeros(0, np.uint8), np.zeros(1, bool)
         )
     with pytest.raises(ValueError, match="sketches"):
-        _textcore.ascii_documents(
+        _textcore.text_documents(
             b"abcdefghij", *bounds, True, 4, 2, 0, *outputs(1), np.zeros(3, np.uint8), np.zeros(1, bool)
         )
     for exact, bins in (
@@ -333,7 +340,7 @@ def test_the_c_core_refuses_bounds_and_outputs_that_do_not_fit() -> None:
         (1, 4),
     ):  # more than fit in 256 bytes; in 4 (2 ** 4 bins of 2 bits)
         with pytest.raises(ValueError, match="exact"):
-            _textcore.ascii_documents(
+            _textcore.text_documents(
                 b"abcdefghij",
                 *bounds,
                 True,
@@ -345,7 +352,7 @@ def test_the_c_core_refuses_bounds_and_outputs_that_do_not_fit() -> None:
                 np.zeros(1, bool),
             )
     with pytest.raises(TypeError):  # read-only outputs
-        _textcore.ascii_documents(
+        _textcore.text_documents(
             b"abcdefghij",
             *bounds,
             True,
@@ -372,3 +379,32 @@ def test_line_ends_by_memchr_are_numpys(data: bytes) -> None:
         expected = read_module.line_ends(data)
     assert read_module._c_line_ends is not None and got.dtype == np.int64
     assert np.array_equal(got, expected) and got.flags.writeable
+
+
+def test_the_core_reads_text_past_ascii_without_han() -> None:
+    # Accents, capitals to fold (Ç, П, М, Σ; ẞ into two letters), symbols and emoji
+    # between words: read by the core, as UTF-8 with spaces for what is not a word
+    # character. Han characters (jieba cuts those) and a lone surrogate (no UTF-8) are
+    # left to the numpy path.
+    texts = [
+        "Ça va, naïve café",
+        "Привет Мир ✨👍",
+        "ΣΟΦΙΑ σοφία",
+        "中文 text",
+        "a\ud800b",
+        "plain",
+        "STRAẞE",
+    ]
+    rows, data, starts, ends = features_module.core_spans(texts)
+    assert rows.tolist() == [0, 1, 2, 5, 6]
+    read = [data[a:b].decode() for a, b in zip(starts.tolist(), ends.tolist())]
+    assert read == [
+        "ça va, naïve café",
+        "привет мир" + " " * 8,
+        "σοφια σοφία",
+        "plain",
+        "strasse",
+    ]  # a space a byte
+    core = fingerprint_module.compiled_core(texts, Settings(), FeatureHasher(64))
+    assert core is not None and core[0] == [0, 1, 2, 5, 6]
+    assert core[1] == text_batch_fingerprints([texts[i] for i in core[0]], Settings())
