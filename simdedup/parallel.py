@@ -42,7 +42,17 @@ import numpy as np
 
 from . import signals
 from .fingerprint import FeatureHasher, HashFunc, check_hasher, fingerprint_work
-from .read import BARRIER, Chunk, Document, Problem, ReadOptions, Span, SpanReader, ascii_lines, read_chunk
+from .read import (
+    BARRIER,
+    Chunk,
+    Document,
+    Problem,
+    ReadOptions,
+    Span,
+    SpanReader,
+    plain_documents,
+    read_chunk,
+)
 from .settings import Settings
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
@@ -347,8 +357,8 @@ def chunk_task(settings: Settings, read_options: ReadOptions, sketches: bool, ra
             item = spans(item)
         if isinstance(item, Problem):
             return [item], [], None
-        # Plain ASCII lines go to the compiled core in the chunk's bytes, never decoded.
-        if (plain := ascii_lines(item, read_options, raw)) is not None:
+        # Plain lines: ASCII goes to the compiled core in the chunk's bytes, never decoded.
+        if (plain := plain_documents(item, read_options, raw)) is not None:
             docs, texts = plain
             return [], docs, batch_results(texts, settings, hasher, sketches, compiled=True)
         found: list[Problem] = []

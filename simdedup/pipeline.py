@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from .dedup import DECIDE_BATCH, Decision, Deduplicator, batches
-from .fingerprint import compiled_serves, span_fingerprints
+from .fingerprint import FeatureHasher, compiled_serves, span_fingerprints, text_batch_fingerprints
 from .parallel import (
     AUTO,
     chunk_batches,
@@ -32,6 +32,7 @@ from .parallel import (
 from .read import (
     CHUNK_BYTES,
     STDIN,
+    AsciiLines,
     Chunk,
     Document,
     Problem,
@@ -268,17 +269,21 @@ def chunk_printer(
     documents and fingerprints, printed, with the input problems; of a Stretch, left
     for numbered to print (Unnumbered). Plain ASCII lines (read.plain_lines) go from
     the chunk's bytes to the printed lines in two compiled calls, with no Document, id
-    or int a line: the same bytes, in 0.6 of the time (benchmarks/README.md, "Stop 32")."""
+    or int a line: the same bytes, in 0.6 of the time (benchmarks/README.md, "Stop 32");
+    other plain lines, decoded at once, without a Document either."""
     fingerprinted = chunk_task(settings, read_options, sketches=False, raw=False)
+    hasher = FeatureHasher(settings.bits, settings.seed)
     spans = SpanReader()  # each process reads its Spans' bytes itself
     fast = compiled_serves(settings)
 
     def compiled(chunk: Chunk) -> tuple[np.ndarray, np.ndarray] | None:
-        if fast and (lines := plain_lines(chunk, read_options)) is not None:
+        if not fast or (lines := plain_lines(chunk, read_options)) is None:
+            return None
+        if isinstance(lines, AsciiLines):
             fps, found, done = span_fingerprints(lines.data, lines.starts, lines.ends)
-            if done.all():  # else a word too long for the core: the numpy path
-                return fps, found
-        return None
+            return (fps, found) if done.all() else None  # else a word too long for the core
+        made = text_batch_fingerprints(lines, settings, hasher, compiled=True)
+        return np.array([fp or 0 for fp in made], np.uint64), np.array([fp is not None for fp in made], bool)
 
     def stretched(stretch: Stretch) -> Unnumbered:
         data = spans.stretch(stretch)

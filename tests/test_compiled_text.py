@@ -172,16 +172,19 @@ def test_spans_cut_anywhere_in_the_bytes_are_read_as_those_bytes_alone(
     raw=st.booleans(),
     sketches=st.booleans(),
     longest=st.sampled_from([read_module.MAX_DOC_SIZE, 40]),
+    broken=st.booleans(),
 )
-def test_a_chunk_of_plain_ascii_lines_gives_what_reading_it_line_by_line_gives(
-    texts: list[str], end: str, first: int, raw: bool, sketches: bool, longest: int
+def test_a_chunk_of_plain_lines_gives_what_reading_it_line_by_line_gives(
+    texts: list[str], end: str, first: int, raw: bool, sketches: bool, longest: int, broken: bool
 ) -> None:
-    # The chunk's bytes go to the core without being decoded (read.ascii_lines); the
-    # documents, problems and results are read_chunk's and the numpy path's.
-    chunk = read_module.Chunk("in.txt", first, ("\n".join(texts) + end).encode())
+    # The chunk's ASCII bytes go to the core without being decoded, other UTF-8 decoded
+    # at once (read.plain_documents); the documents, problems and results are
+    # read_chunk's and the numpy path's. A byte that is not UTF-8 leaves it to read_chunk.
+    data = ("\n".join(texts) + end).encode() + (b"\ncaf\xe9 au lait" if broken else b"")
+    chunk = read_module.Chunk("in.txt", first, data)
     options = read_module.ReadOptions(max_doc_size=longest)
     got = chunk_task(Settings(), options, sketches, raw)(chunk)
-    with mock.patch.object(parallel_module, "ascii_lines", lambda *_: None):
+    with mock.patch.object(parallel_module, "plain_documents", lambda *_: None):
         expected = chunk_task(Settings(), options, sketches, raw)(chunk)
     assert got[:2] == expected[:2]
     if expected[2] is None:  # no lines
@@ -193,26 +196,33 @@ def test_a_chunk_of_plain_ascii_lines_gives_what_reading_it_line_by_line_gives(
         assert got[2] == expected[2]
 
 
-def test_plain_ascii_lines_are_the_chunks_left_in_their_bytes() -> None:
+def test_plain_lines_are_the_chunks_bytes_or_its_text_decoded_at_once() -> None:
     options = read_module.ReadOptions(max_doc_size=20)
-    docs, lines = read_module.ascii_lines(read_module.Chunk("a.txt", 5, b"One two\n\nthree"), options, True)
+    docs, lines = read_module.plain_documents(
+        read_module.Chunk("a.txt", 5, b"One two\n\nthree"), options, True
+    )
     assert docs == [
         Document("a.txt:5", "", b"One two"),
         Document("a.txt:6", "", b""),
         Document("a.txt:7", "", b"three"),
     ]
     assert (list(lines), lines[0], list(lines[1:])) == (["One two", "", "three"], "One two", ["", "three"])
-    assert read_module.ascii_lines(read_module.Chunk("a.txt", 5, b"x\n"), options, False)[0] == [
+    assert read_module.plain_documents(read_module.Chunk("a.txt", 5, b"x\n"), options, False)[0] == [
         Document("a.txt:5", "", b"")
     ]
+    docs, lines = read_module.plain_documents(
+        read_module.Chunk("a.txt", 5, b"caf\xc3\xa9\nb\n"), options, True
+    )
+    assert docs == [Document("a.txt:5", "", b"caf\xc3\xa9"), Document("a.txt:6", "", b"b")]
+    assert lines == ["café", "b"]
     for name, first, data in [
         ("a.txt", 1, b"the first lines of a file\n"),  # checked for other formats
-        ("a.txt", 5, b"caf\xc3\xa9\n"),
+        ("a.txt", 5, b"caf\xe9\n"),  # not UTF-8: read_chunk says where
         ("a.txt", 5, b"a line ending in CR LF\r\n"),
         ("a.jsonl", 5, b'{"text": "a record"}\n'),
         ("a.txt", 5, b"a line of over twenty bytes\n"),
     ]:
-        assert read_module.ascii_lines(read_module.Chunk(name, first, data), options, True) is None
+        assert read_module.plain_documents(read_module.Chunk(name, first, data), options, True) is None
 
 
 def test_a_word_longer_than_the_vectorized_hash_is_left_to_the_numpy_path() -> None:
@@ -238,6 +248,9 @@ def test_scan_and_fingerprint_write_the_same_bytes_with_the_core(
 ) -> None:
     lines = [f"Line {i} of the file, with words that repeat: the cat sat on mat {i % 7}" for i in range(600)]
     lines += ["A line with one word of " + "x" * 200, "Ünïcode line", ""] + lines[:50]
+    # Chunks of text past ASCII too: Cyrillic, emoji, Chinese (jieba's words), ß.
+    lines += [f"Привет Мир, это строка {i % 9} 👍 — Straße {i % 4}" for i in range(80)]
+    lines += [f"中文的文本 line {i % 5}" for i in range(30)]
     path = tmp_path / "in.txt"
     path.write_text("\n".join(lines) + "\n")
     folder = tmp_path / "docs"  # a directory's files go through fingerprint_batches
