@@ -88,7 +88,7 @@ def fingerprint_documents(
 ) -> list[int | None]:
     """Fingerprints of a batch of documents (None for empty ones). Pure: a document's
     fingerprint does not depend on the batch, so batches can go to any worker.
-    `compiled`: ASCII texts through the compiled core (fingerprint.compiled_core), the
+    `compiled`: texts without Han through the compiled core (fingerprint.compiled_core), the
     same fingerprints. A FeatureHasher given must have the settings' bits and seed. An
     iterator of documents is read into a list first."""
     if not isinstance(docs, Sequence):  # used up by the check, it gave [] (a trial)

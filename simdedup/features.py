@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -79,8 +79,8 @@ def core_spans(texts: Sequence[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.
     reads of each, data[starts[k]:ends[k]] for texts[rows[k]] (rows ascending).
 
     An ASCII text is its bytes (the core folds their case). Any other text without Han
-    characters is normalized as normalize() does it (NFKC, case fold), in UTF-8, with
-    spaces for each non-ASCII character that is not a word character: the core takes
+    characters is normalized as normalize() does it (NFKC, case fold), in UTF-8, with a
+    space for each non-ASCII character that is not a word character: the core takes
     every byte past ASCII for a word byte, so its words are the normalized text's \\w+
     words, hashed as their UTF-8 (as FeatureHasher does). Texts with Han characters are
     not among the rows: their words are jieba's (and a lone surrogate has no UTF-8).
@@ -88,49 +88,59 @@ def core_spans(texts: Sequence[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.
     n = len(texts)
     other = [i for i, t in enumerate(texts) if not t.isascii()]
     plain = [i for i, t in enumerate(texts) if t.isascii()] if other else list(range(n))
+    if len(other) <= _FEW:  # Chinese (for jieba) found by a regex costs a few texts less than numpy
+        other = [i for i in other if not _HAN.search(texts[i])]
+    if not (plain or other):
+        return _NONE_READ
     starts, ends = np.zeros(n, np.int64), np.zeros(n, np.int64)
     data = " ".join(texts[i] for i in plain).encode("ascii")
     lengths = np.fromiter((len(texts[i]) for i in plain), np.int64, len(plain))
     starts[plain] = np.cumsum(lengths + 1) - lengths - 1
     ends[plain] = starts[plain] + lengths
-    if not other:
-        return np.arange(n), data, starts, ends
-    forms = [texts[i] for i in other]
-    joined, codes, wide, reads, cp_ends = _read_past_ascii(forms)
-    han = set(_texts_at(wide[reads == _NOT_READ], cp_ends).tolist())  # or a lone surrogate
-    folding = wide[reads == _TO_FOLD]
-    into = _FOLDS_INTO(codes[folding])
-    # Texts not in NFKC (rare but for Chinese), and texts with a character that folds into
-    # more than one (ß, ŉ): normalized whole, as normalize() does it. Those and the texts
-    # without Han are read again.
-    whole = set(_texts_at(folding[into == 0], cp_ends).tolist()) - han
-    whole.update(
-        j for j, form in enumerate(forms) if j not in han and not unicodedata.is_normalized("NFKC", form)
-    )
-    if whole or han:
-        other = [i for j, i in enumerate(other) if j not in han]
-        forms = [
-            _nfkc(form).casefold() if j in whole else form for j, form in enumerate(forms) if j not in han
-        ]
+    if other:
+        rows, utf8, form_starts, form_ends = _past_ascii(texts, other)
+        starts[rows], ends[rows] = len(data) + form_starts, len(data) + form_ends
+        data += utf8
+        plain = sorted(plain + rows)
+    return np.array(plain, np.int64), data, starts[plain], ends[plain]
+
+
+#: Texts past ASCII that core_spans looks at one by one first (the Chinese of a library's
+#: one-document calls cost ~15 µs more without).
+_FEW = 32
+_NONE_READ = (np.zeros(0, np.int64), b"", np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def _past_ascii(texts: Sequence[str], rows: list[int]) -> tuple[list[int], bytes, np.ndarray, np.ndarray]:
+    """core_spans of the non-ASCII texts[rows]: (rows read, their UTF-8, where each
+    starts and ends in it)."""
+    forms = [texts[i] for i in rows]
+    look = _Look.at(forms)
+    not_read = set(look.texts_with(look.reads == _NOT_READ).tolist())  # Han, a lone surrogate
+    into = _FOLDS_INTO(look.codes[look.to_fold])
+    # Texts not in NFKC (rare but for Chinese), and texts with a character whose case fold
+    # is several (ß, ŉ), are normalized whole as normalize_many() does it, then looked at
+    # again, without those not read.
+    whole = set(look.texts_with(look.to_fold[into == 0]).tolist())
+    whole.update(j for j, form in enumerate(forms) if not unicodedata.is_normalized("NFKC", form))
+    whole -= not_read
+    if whole or not_read:
+        wholly = sorted(whole)
+        for j, form in zip(wholly, _half_width([forms[j] for j in wholly])):
+            forms[j] = _nfkc(form).casefold()
+        rows = [i for j, i in enumerate(rows) if j not in not_read]
+        forms = [form for j, form in enumerate(forms) if j not in not_read]
         if not forms:
-            return np.array(plain, np.int64), data, starts[plain], ends[plain]
-        joined, codes, wide, reads, cp_ends = _read_past_ascii(forms)
-        folding = wide[reads == _TO_FOLD]
-        into = _FOLDS_INTO(codes[folding])
-    if len(into):  # each into the one character it folds into (case folding looks at no other)
-        codes, reads = codes.copy(), reads.copy()
-        one = into > 0
-        codes[folding[one]] = into[one]
-        reads[reads == _TO_FOLD] = np.where(one, _CORE_READS(into), _TO_FOLD)
-        joined = codes.tobytes().decode("utf-32-le", "surrogatepass")
-    read = np.ones(len(other), bool)
-    read[_texts_at(wide[reads >= _TO_FOLD], cp_ends)] = False  # Han, a surrogate, a fold not done
-    utf8, form_starts, form_ends = _utf8(joined, codes[wide], wide, reads, cp_ends)
-    at = np.array(other, np.int64)[read]
-    starts[at] = len(data) + form_starts[read]
-    ends[at] = len(data) + form_ends[read]
-    rows = np.sort(np.concatenate([np.array(plain, np.int64), at]))
-    return rows, data + utf8, starts[rows], ends[rows]
+            return [], b"", np.zeros(0, np.int64), np.zeros(0, np.int64)
+        look = _Look.at(forms)
+        into = _FOLDS_INTO(look.codes[look.to_fold])
+    look = look.folded(into)
+    # Left to the numpy path: a text with Han characters from NFKC (U+2F00: ⼀), or with a
+    # character whose fold is to fold again (none in Unicode 15).
+    read = np.ones(len(forms), bool)
+    read[look.texts_with(look.reads >= _TO_FOLD)] = False
+    utf8, starts, ends = look.utf8()
+    return [i for i, ok in zip(rows, read.tolist()) if ok], utf8, starts[read], ends[read]
 
 
 def _nfkc(text: str) -> str:
@@ -140,41 +150,63 @@ def _nfkc(text: str) -> str:
     return unicodedata.normalize("NFKC", _few_marks(text))
 
 
-def _read_past_ascii(forms: list[str]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(joined, codes, wide, reads, ends): the texts one after another, as a str and as
-    code points; where the code points past ASCII are, and _core_reads of each; and where
-    each text's code points end."""
-    joined = "".join(forms)
-    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
-    wide = np.flatnonzero(codes > 0x7F)
-    ends = np.cumsum(np.fromiter(map(len, forms), np.int64, len(forms)))
-    return joined, codes, wide, _CORE_READS(codes[wide]), ends
+class _Look(NamedTuple):
+    """Texts one after another (joined), as core_spans reads them: their code points; the
+    places of those past ASCII (wide), and _core_reads of each; where each text ends."""
 
+    joined: str
+    codes: np.ndarray
+    wide: np.ndarray
+    reads: np.ndarray
+    ends: np.ndarray
+    to_fold: np.ndarray  # the places of the characters to case-fold, in order
 
-def _texts_at(places: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The texts that hold these places (code points, ascending), ascending, once each:
-    found by where the texts end among the places, which may be most of a batch's."""
-    return np.flatnonzero(np.diff(np.searchsorted(places, ends), prepend=0))
+    @classmethod
+    def at(cls, forms: list[str]) -> _Look:
+        joined = "".join(forms)
+        codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
+        wide = np.flatnonzero(codes > 0x7F)
+        ends = np.cumsum(np.fromiter(map(len, forms), np.int64, len(forms)))
+        reads = _CORE_READS(codes[wide])
+        return cls(joined, codes, wide, reads, ends, wide[reads == _TO_FOLD])
 
+    def texts_with(self, places: np.ndarray) -> np.ndarray:
+        """The texts that hold these places (ascending; or a mask over `wide`), ascending,
+        once each: where each text ends among the places."""
+        if places.dtype == bool:
+            places = self.wide[places]
+        return np.flatnonzero(np.diff(np.searchsorted(places, self.ends), prepend=0))
 
-def _utf8(
-    joined: str, points: np.ndarray, wide: np.ndarray, reads: np.ndarray, cp_ends: np.ndarray
-) -> tuple[bytes, np.ndarray, np.ndarray]:
-    """(utf8, starts, ends): the texts (joined) in UTF-8, with a space for each byte of a
-    _SEPARATOR character; where each text's bytes start and end. points, wide, reads:
-    the code points that were past ASCII before a fold, where they are, and _core_reads of
-    each (one may be ASCII now); cp_ends: where the texts end in code points."""
-    utf8 = joined.encode("utf-8", "surrogatepass")
-    extra = (points > 0x7F).view(np.uint8) + (points > 0x7FF) + (points > 0xFFFF)  # bytes past the first
-    extra_before = np.concatenate([[0], np.cumsum(extra, dtype=np.int64)])
-    ends = cp_ends + extra_before[np.searchsorted(wide, cp_ends)]
-    gaps = reads == _SEPARATOR
-    if gaps.any():
-        buffer = np.frombuffer(bytearray(utf8), np.uint8)
-        at = wide[gaps] + extra_before[:-1][gaps]  # each one's first byte
-        buffer[runs_index(at, extra[gaps] + 1)] = 0x20
-        utf8 = buffer.tobytes()
-    return utf8, np.concatenate([[0], ends[:-1]]), ends
+    def folded(self, into: np.ndarray) -> _Look:
+        """Each character to fold made the one its case fold is (`into`, in the order of
+        `to_fold`; 0 where that is several, left as it is): case folding looks at no
+        other character."""
+        one = into > 0
+        if not one.any():
+            return self
+        codes, reads = self.codes.copy(), self.reads.copy()  # _Look.at's are read-only views
+        codes[self.to_fold[one]] = into[one]
+        reads[reads == _TO_FOLD] = np.where(one, _CORE_READS(into), _TO_FOLD)  # in `to_fold`'s order
+        joined = codes.tobytes().decode("utf-32-le", "surrogatepass")
+        return self._replace(joined=joined, codes=codes, reads=reads, to_fold=self.to_fold[~one])
+
+    def utf8(self) -> tuple[bytes | bytearray, np.ndarray, np.ndarray]:
+        """(utf8, starts, ends): the texts in UTF-8, with spaces for the bytes of each
+        _SEPARATOR character, which the core needs: it takes every byte past ASCII for a
+        word byte; where each text starts and ends in it."""
+        points = self.codes[self.wide]  # some may be ASCII now (folded)
+        extra = (points > 0x7F).view(np.uint8) + (points > 0x7FF) + (points > 0xFFFF)  # bytes past the first
+        before = np.concatenate([[0], np.cumsum(extra, dtype=np.int64)])
+        ends = self.ends + before[np.searchsorted(self.wide, self.ends)]
+        utf8: bytes | bytearray = self.joined.encode("utf-8", "surrogatepass")
+        gaps = np.flatnonzero(self.reads == _SEPARATOR)
+        if len(gaps):
+            utf8 = bytearray(utf8)
+            buffer = np.frombuffer(utf8, np.uint8)
+            first = self.wide[gaps] + before[gaps]  # each one's first byte
+            for byte in range(4):  # a character is 1 to 4 bytes
+                buffer[first[extra[gaps] >= byte] + byte] = 0x20
+        return utf8, np.concatenate([[0], ends[:-1]]), ends
 
 
 def normalize_many(texts: Sequence[str], fold: bool = True) -> list[str]:
@@ -342,9 +374,10 @@ def _is_han(codes: np.ndarray) -> np.ndarray:
 
 
 class _CharacterClass:
-    """What `member` says of a character (a bool, or a small int with dtype uint8), code
-    point by code point: it is asked about each code point the first time it is seen
-    (1.1 MB of table a byte of dtype, once)."""
+    """What `member` says of a character (a bool, or an int of `dtype`), code point by
+    code point: it is asked about each code point the first time it is seen. Its tables
+    take 1.1 MB a byte of dtype, and 1.1 MB for the code points seen, as they are
+    touched."""
 
     def __init__(self, member: Callable[[str], Any], dtype: type = bool) -> None:
         self._is = member

@@ -286,8 +286,9 @@ def text_batch_fingerprints(
     """Fingerprints of one batch of raw texts: the same as fingerprint_batch over
     extract(), with the common case (word or jieba tokens, term frequencies, xxh3-64)
     summed per token occurrence in numpy, and ASCII text tokenized and hashed there too,
-    without a Python object per token. With `compiled`, ASCII texts on that common path
-    go through the compiled core instead (compiled_core): the same fingerprints. A
+    without a Python object per token. With `compiled`, texts without Han characters on
+    that common path go through the compiled core instead (compiled_core): the same
+    fingerprints. A
     FeatureHasher given must have the settings' bits and seed (one of another seed gave
     that seed's fingerprints here: a review)."""
     refuse_one_text(texts, "text_batch_fingerprints")
@@ -304,7 +305,7 @@ def text_batch_fingerprints(
 
 
 #: What the compiled core made of some texts of a batch: (their rows in the batch,
-#: fingerprints, head fingerprints, sketches), as compiled_text.ascii_batch gives them.
+#: fingerprints, head fingerprints, sketches), as compiled_text.text_spans gives them.
 CoreResults = tuple[list[int], list["int | None"], list["int | None"], np.ndarray]
 
 
@@ -332,24 +333,21 @@ def compiled_core(
     ):
         return None
     if isinstance(texts, AsciiLines):  # read where they are
-        ascii_rows: list[int] = list(range(len(texts)))
-        fps, head_fps, sketches, done = text_spans(
-            texts.data, texts.starts, texts.ends, heads, sketch_bins, sketch_bits, sketch_exact
-        )
+        read: list[int] = list(range(len(texts)))
+        data, starts, ends = texts.data, texts.starts, texts.ends
     else:
         rows, data, starts, ends = core_spans(texts)  # ASCII, and other text without Han
         if not len(rows):
             return None
-        ascii_rows = rows.tolist()
-        fps, head_fps, sketches, done = text_spans(
-            data, starts, ends, heads, sketch_bins, sketch_bits, sketch_exact
-        )
+        read = rows.tolist()
+    fps, head_fps, sketches, done = text_spans(
+        data, starts, ends, heads, sketch_bins, sketch_bits, sketch_exact
+    )
     if done.all():
-        return ascii_rows, fps, head_fps, sketches
+        return read, fps, head_fps, sketches
     kept = np.flatnonzero(done).tolist()
-    rows = [ascii_rows[i] for i in kept]
     return (
-        rows,
+        [read[i] for i in kept],
         [fps[i] for i in kept],
         [head_fps[i] for i in kept],
         sketches[kept] if len(sketches) else sketches,
@@ -559,7 +557,7 @@ def occurrence_head_fingerprints(hashes: np.ndarray, counts: np.ndarray) -> list
 
 
 def compiled_serves(settings: Settings) -> bool:
-    """Whether the compiled core (compiled_core) does ASCII text under these settings
+    """Whether the compiled core (compiled_core) does text without Han under these settings
     with the default feature hash: it was built, and other tokens, weights, shingles or
     bits take the numpy path."""
     return (

@@ -174,7 +174,7 @@ def fingerprints_and_sketches(
     short): a batch of more than SKETCH_SLICE documents (a 256 KiB chunk of one-word
     or empty lines holds up to 262,144) is done a slice at a time.
 
-    With `compiled`, ASCII texts on the common path (fingerprint.compiled_core) go
+    With `compiled`, texts without Han on the common path (fingerprint.compiled_core) go
     through the compiled core: the same results. A FeatureHasher given must have the
     settings' bits and seed."""
     refuse_one_text(work, "fingerprints_and_sketches")

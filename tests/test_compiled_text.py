@@ -396,9 +396,10 @@ def test_line_ends_by_memchr_are_numpys(data: bytes) -> None:
 
 def test_the_core_reads_text_past_ascii_without_han() -> None:
     # Accents, capitals to fold (Ç, П, М, Σ; ẞ into two letters), symbols and emoji
-    # between words: read by the core, as UTF-8 with spaces for what is not a word
-    # character. Han characters (jieba cuts those) and a lone surrogate (no UTF-8) are
-    # left to the numpy path.
+    # between words, full-width punctuation (not NFKC): read by the core, as UTF-8 with a
+    # space for each character that is not a word character. Han characters (jieba cuts
+    # those; early in a text, late, or made by NFKC: U+2F00) and a lone surrogate (no
+    # UTF-8) are left to the numpy path.
     texts = [
         "Ça va, naïve café",
         "Привет Мир ✨👍",
@@ -407,9 +408,12 @@ def test_the_core_reads_text_past_ascii_without_han() -> None:
         "a\ud800b",
         "plain",
         "STRAẞE",
+        "Привет！（мир）",
+        "é " * 40 + "中文",
+        "\u2f00 é",
     ]
     rows, data, starts, ends = features_module.core_spans(texts)
-    assert rows.tolist() == [0, 1, 2, 5, 6]
+    assert rows.tolist() == [0, 1, 2, 5, 6, 7]
     read = [data[a:b].decode() for a, b in zip(starts.tolist(), ends.tolist())]
     assert read == [
         "ça va, naïve café",
@@ -417,7 +421,8 @@ def test_the_core_reads_text_past_ascii_without_han() -> None:
         "σοφια σοφία",
         "plain",
         "strasse",
-    ]  # a space a byte
+        "привет!(мир)",
+    ]
     core = fingerprint_module.compiled_core(texts, Settings(), FeatureHasher(64))
-    assert core is not None and core[0] == [0, 1, 2, 5, 6]
+    assert core is not None and core[0] == [0, 1, 2, 5, 6, 7]
     assert core[1] == text_batch_fingerprints([texts[i] for i in core[0]], Settings())
