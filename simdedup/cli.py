@@ -953,7 +953,7 @@ def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
             metavar="PATTERN",
             callback=_matchable,
             help="In directories, read only the files whose name, or path below the directory"
-            " given, matches (fnmatch: '*.txt', 'en/*').",
+            " given, matches (fnmatch: '*.txt', 'en/*'; '**/' is any folders or none).",
         ),
         click.option(
             "--exclude",

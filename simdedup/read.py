@@ -27,7 +27,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import IO, Any, NamedTuple, overload
 
 import numpy as np
@@ -1874,7 +1874,30 @@ def walk_reads(top: str, path: str, options: ReadOptions) -> bool:
 
 
 def _excluded(rel: str, name: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
+    return any(
+        fnmatch.fnmatchcase(rel, form) or fnmatch.fnmatchcase(name, form)
+        for pattern in patterns
+        for form in pattern_forms(pattern)
+    )
+
+
+@lru_cache(maxsize=256)
+def pattern_forms(pattern: str) -> tuple[str, ...]:
+    """A --glob or --exclude pattern as fnmatch patterns: itself, and for each `**/`
+    that starts it or follows a '/', the forms without it, so that `**/` stands for any
+    folders or none, as .gitignore has it (`**/*.txt` matches the top level's files,
+    which fnmatch's `*/*.txt` does not: a trial)."""
+    forms = {pattern}
+    for _ in range(pattern.count("**/")):
+        forms |= {form[:i] + form[i + 3 :] for form in forms for i in _folder_stars(form)}
+    return tuple(sorted(forms))
+
+
+def _folder_stars(pattern: str) -> list[int]:
+    """Where a `**/` starts a pattern or follows a '/'."""
+    return [
+        i for i in range(len(pattern)) if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/")
+    ]
 
 
 #: What a directory's visit gives _walk: a file's path, or a folder to visit next

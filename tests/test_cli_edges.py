@@ -1716,6 +1716,27 @@ def test_a_glob_or_exclude_pattern_that_can_match_nothing_is_refused(tmp_path: P
         assert f"{str(tree / 'en')!r} {said}" in refused.stderr
 
 
+def test_a_pattern_s_leading_double_star_stands_for_any_folders_or_none(tmp_path: Path) -> None:
+    # As .gitignore has it: `**/*.txt` missed the top level's files, and `--exclude
+    # '**/node_modules'` left the top level's node_modules in (fnmatch's `*/`: a trial).
+    tree = tmp_path / "tree"
+    for name in ("a.txt", "a.md", "sub/b.txt", "node_modules/c.txt", "sub/node_modules/d.txt", "x/y/z/e.txt"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(f"{name} {LINE}\n")
+
+    def read(*patterns: str) -> list[str]:
+        result = run("fingerprint", str(tree), *patterns, "--format", "tsv")
+        assert result.exit_code == 0, result.stderr
+        return sorted(
+            line.split("\t")[1].removeprefix(str(tree) + os.sep) for line in result.stdout.splitlines()
+        )
+
+    assert read("--glob", "**/*.txt", "--exclude", "**/node_modules") == ["a.txt", "sub/b.txt", "x/y/z/e.txt"]
+    assert read("--glob", "x/**/e.txt") == ["x/y/z/e.txt"]
+    assert read("--glob", "sub/**/*.txt") == ["sub/b.txt", "sub/node_modules/d.txt"]  # none between too
+    assert read("--exclude", "**/*.txt") == ["a.md"]
+
+
 def test_glob_or_exclude_without_a_directory_and_quiet_with_verbose_are_refused(tmp_path: Path) -> None:
     # Each did nothing without a word (a trial): `scan *.txt --exclude drafts` read the drafts.
     lines = tmp_path / "lines.txt"
