@@ -512,16 +512,111 @@ static PyObject *line_ends(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* How utf8_forms reads a code point past ASCII (compiled_text.READS, the table it is given). */
+enum { WORD_BYTES = 1, SEPARATOR = 2, TO_FOLD = 3, NOT_READ = 4, UNSEEN = 255 };
+/* What utf8_forms says of a text (its flags). */
+enum { HAS_NOT_READ = 1, FOLDS_INTO_SEVERAL = 2, HAS_UNSEEN = 4 };
+
+static inline int64_t put_utf8(uint8_t *out, uint32_t c) {
+    if (c < 0x800) {
+        out[0] = 0xC0 | (c >> 6), out[1] = 0x80 | (c & 0x3F);
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = 0xE0 | (c >> 12), out[1] = 0x80 | ((c >> 6) & 0x3F), out[2] = 0x80 | (c & 0x3F);
+        return 3;
+    }
+    out[0] = 0xF0 | (c >> 18), out[1] = 0x80 | ((c >> 12) & 0x3F), out[2] = 0x80 | ((c >> 6) & 0x3F);
+    out[3] = 0x80 | (c & 0x3F);
+    return 4;
+}
+
+PyDoc_STRVAR(utf8_forms_doc,
+    "utf8_forms(codes, ends, reads, folds, out, out_ends, flags)\n"
+    "\n"
+    "Texts given as code points (codes: uint32, text t ending at ends[t], int64) in UTF-8 as the\n"
+    "compiled core reads them, into out (uint8, 4 bytes a code point; text t ending at\n"
+    "out_ends[t]): ASCII as it is; past ASCII, by reads[c] (uint8, one a code point): a word\n"
+    "character in UTF-8, a separator as a space, a character to fold as folds[c] (uint32; read\n"
+    "the same way). flags[t] (uint8): 1 where text t holds a character not read (Han, a\n"
+    "surrogate, a fold to fold again), 2 one whose fold is several characters (folds[c] 0),\n"
+    "4 one whose reads[c] is 255 (not yet known); such a text's bytes are meaningless.");
+
+static PyObject *utf8_forms(PyObject *self, PyObject *args) {
+    Py_buffer codes, ends, reads, folds, out, out_ends, flags;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*w*", &codes, &ends, &reads, &folds, &out, &out_ends, &flags))
+        return NULL;
+    Py_buffer *views[] = {&codes, &ends, &reads, &folds, &out, &out_ends, &flags};
+    PyObject *result = NULL;
+    int64_t n_codes = codes.len / 4, n_texts = ends.len / 8;
+    const int64_t *end = ends.buf;
+    int ok = codes.len % 4 == 0 && ends.len % 8 == 0 && reads.len == 0x110000 && folds.len == 4 * 0x110000 &&
+             out.len >= 4 * n_codes && out_ends.len == ends.len && flags.len == n_texts;
+    for (int64_t t = 0; ok && t < n_texts; t++)
+        ok = end[t] >= (t ? end[t - 1] : 0) && end[t] <= n_codes;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "utf8_forms: buffers of other sizes, or ends out of order or bounds");
+        goto done;
+    }
+    const uint32_t *c = codes.buf, *fold = folds.buf;
+    const uint8_t *read = reads.buf;
+    uint8_t *o = out.buf, *flag = flags.buf;
+    int64_t *o_end = out_ends.buf;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t at = 0, i = 0;
+    for (int64_t t = 0; t < n_texts; t++) {
+        uint8_t said = 0;
+        for (; i < end[t]; i++) {
+            uint32_t x = c[i];
+            if (x < 0x80) {
+                o[at++] = (uint8_t)x;
+                continue;
+            }
+            uint8_t kind = x < 0x110000 ? read[x] : NOT_READ;
+            if (kind == TO_FOLD) {
+                x = fold[x];
+                if (!x) {
+                    said |= FOLDS_INTO_SEVERAL;
+                    continue;
+                }
+                if (x < 0x80) {
+                    o[at++] = (uint8_t)x;
+                    continue;
+                }
+                kind = x < 0x110000 ? read[x] : NOT_READ;
+                if (kind == TO_FOLD)
+                    kind = NOT_READ;
+            }
+            if (kind == WORD_BYTES)
+                at += put_utf8(o + at, x);
+            else if (kind == SEPARATOR)
+                o[at++] = ' ';
+            else
+                said |= kind == UNSEEN ? HAS_UNSEEN : HAS_NOT_READ;
+        }
+        o_end[t] = at;
+        flag[t] = said;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
+        PyBuffer_Release(views[v]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"text_documents", text_documents, METH_VARARGS, text_documents_doc},
     {"numbered_lines", numbered_lines, METH_VARARGS, numbered_lines_doc},
     {"line_ends", line_ends, METH_VARARGS, line_ends_doc},
+    {"utf8_forms", utf8_forms, METH_VARARGS, utf8_forms_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "simdedup._textcore",
-    "The compiled core for ASCII text: see simdedup/compiled_text.py.", -1, methods,
+    "The compiled core for text without Han characters: see simdedup/compiled_text.py.", -1, methods,
 };
 
 static int add_mark(PyObject *m) {
@@ -536,7 +631,10 @@ PyMODINIT_FUNC PyInit__textcore(void) {
     /* The constants it shares with the Python modules, for the tests to compare. */
     if (m && (PyModule_AddIntConstant(m, "HEAD_TOKENS", HEAD_TOKENS) || PyModule_AddIntConstant(m, "VECTORIZED_MAX", VECTORIZED_MAX) ||
               PyModule_AddIntConstant(m, "LANE_MAX", LANE_MAX) || PyModule_AddIntConstant(m, "EMPTY", EMPTY) ||
-              PyModule_AddIntConstant(m, "EXACT_MOST", EXACT_MOST) || add_mark(m))) {
+              PyModule_AddIntConstant(m, "EXACT_MOST", EXACT_MOST) || add_mark(m) ||
+              PyModule_AddIntConstant(m, "WORD_BYTES", WORD_BYTES) || PyModule_AddIntConstant(m, "SEPARATOR", SEPARATOR) ||
+              PyModule_AddIntConstant(m, "TO_FOLD", TO_FOLD) || PyModule_AddIntConstant(m, "NOT_READ", NOT_READ) ||
+              PyModule_AddIntConstant(m, "UNSEEN", UNSEEN))) {
         Py_DECREF(m);
         return NULL;
     }

@@ -19,11 +19,14 @@ served only runs large enough to repay that).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
-from ._textcore import text_documents
+from ._textcore import text_documents, utf8_forms
+from .features import TO_FOLD, core_reads, has_chinese, normalize_many
 
 
 def ascii_batch(
@@ -104,3 +107,108 @@ def _made(
         done,
     )
     return fps, found, head_fps, has_head, sketches, done
+
+
+def core_spans(texts: Sequence[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
+    """(rows, data, starts, ends): which texts the compiled core can read, and what it
+    reads of each, data[starts[k]:ends[k]] for texts[rows[k]] (rows ascending).
+
+    An ASCII text is its bytes (the core folds their case). Any other text without Han
+    characters is normalized as features.normalize() does it (NFKC, case folding), in
+    UTF-8, with a space for each character past ASCII that is not a word character: the
+    core takes every byte past ASCII for a word byte, so its words are the normalized
+    text's \\w+ words, hashed as their UTF-8 (as FeatureHasher does). Texts with Han
+    characters are not among the rows: their words are jieba's (and a lone surrogate has
+    no UTF-8). Their code points are read by a compiled loop (utf8_forms) through a table
+    of how each reads (features.core_reads), filled as code points are first met."""
+    n = len(texts)
+    other = [i for i, t in enumerate(texts) if not t.isascii()]
+    plain = [i for i, t in enumerate(texts) if t.isascii()] if other else list(range(n))
+    if len(other) <= _FEW:  # Chinese (for jieba) found by a regex costs a few texts less
+        other = [i for i in other if not has_chinese(texts[i])]
+    if not (plain or other):
+        return np.zeros(0, np.int64), b"", np.zeros(0, np.int64), np.zeros(0, np.int64)
+    starts, ends = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    data = " ".join(texts[i] for i in plain).encode("ascii")
+    lengths = np.fromiter((len(texts[i]) for i in plain), np.int64, len(plain))
+    starts[plain] = np.cumsum(lengths + 1) - lengths - 1
+    ends[plain] = starts[plain] + lengths
+    if other:
+        rows, utf8, other_starts, other_ends = _past_ascii([texts[i] for i in other])
+        read = [other[j] for j in rows.tolist()]
+        starts[read], ends[read] = len(data) + other_starts, len(data) + other_ends
+        data = b"".join([data, utf8])
+        plain = sorted(plain + read)
+    return np.array(plain, np.int64), data, starts[plain], ends[plain]
+
+
+#: Texts past ASCII that core_spans asks a regex about Han first (the Chinese of a
+#: library's one-document calls cost ~15 µs more without).
+_FEW = 32
+
+# utf8_forms' flags of a text (_textcore.c)
+_HAS_NOT_READ, _FOLDS_INTO_SEVERAL, _HAS_UNSEEN = 1, 2, 4
+
+
+def _past_ascii(forms: list[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
+    """core_spans of texts past ASCII: (the ones read, their UTF-8, where each starts and
+    ends in it). A text not in NFKC (rare but for Chinese) or with a character whose
+    case fold is several (ß) is normalized whole, as normalize_many() does it, and read
+    again."""
+    utf8, starts, ends, flags = _utf8(forms)
+    whole = [
+        j
+        for j, (form, said) in enumerate(zip(forms, flags.tolist()))
+        if not said & _HAS_NOT_READ
+        and (said & _FOLDS_INTO_SEVERAL or not unicodedata.is_normalized("NFKC", form))
+    ]
+    read = flags == 0
+    if whole:
+        again, again_starts, again_ends, again_flags = _utf8(normalize_many([forms[j] for j in whole]))
+        read[whole] = again_flags == 0  # a fold into several, again: not read (none in Unicode 15)
+        starts[whole], ends[whole] = len(utf8) + again_starts, len(utf8) + again_ends
+        utf8 = b"".join([utf8, again])
+    return np.flatnonzero(read), utf8, starts[read], ends[read]
+
+
+def _utf8(forms: list[str]) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """(utf8, starts, ends, flags): utf8_forms of the texts, one after another."""
+    codes = np.frombuffer("".join(forms).encode("utf-32-le", "surrogatepass"), "<u4")
+    code_ends = np.cumsum(np.fromiter(map(len, forms), np.int64, len(forms)))
+    out, ends, flags = (
+        np.empty(4 * len(codes), np.uint8),
+        np.empty(len(forms), np.int64),
+        np.empty(len(forms), np.uint8),
+    )
+    reads, folds = _tables()
+    utf8_forms(codes, code_ends, reads, folds, out, ends, flags)
+    if (flags & _HAS_UNSEEN).any():  # code points met for the first time: learnt, then read again
+        _learn(np.unique(codes[reads[codes] == _UNSEEN]))
+        utf8_forms(codes, code_ends, reads, folds, out, ends, flags)
+    starts = np.concatenate([[0], ends[:-1]])
+    return out[: ends[-1] if len(ends) else 0].tobytes(), starts, ends, flags
+
+
+_UNSEEN = 255
+
+
+@lru_cache(maxsize=1)
+def _tables() -> tuple[np.ndarray, np.ndarray]:
+    """(reads, folds): features.core_reads of each code point (_UNSEEN until met; ASCII's
+    from the start), and for one TO_FOLD, the one code point its case fold is (0 where it
+    is several). 5.5 MB, touched as code points are met."""
+    reads = np.full(0x110000, _UNSEEN, np.uint8)
+    reads[:0x80] = 0
+    return reads, np.zeros(0x110000, np.uint32)
+
+
+def _learn(new: np.ndarray) -> None:
+    """core_reads of these code points into the tables, and of what each folds into."""
+    reads, folds = _tables()
+    for c in new.tolist():
+        reads[c] = core_reads(chr(c))
+        if reads[c] == TO_FOLD:
+            fold = chr(c).casefold()
+            folds[c] = ord(fold) if len(fold) == 1 else 0
+            if folds[c] >= 0x80 and reads[folds[c]] == _UNSEEN:
+                reads[folds[c]] = core_reads(fold)

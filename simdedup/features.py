@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -54,159 +54,25 @@ def normalize(text: str, fold: bool = True) -> str:
     return _normalize_unicode(text, fold)
 
 
-# How the compiled core reads each code point of a normalized text (_CORE_READS, core_spans).
-_ASCII, _WORD_BYTES, _SEPARATOR, _TO_FOLD, _NOT_READ = range(5)
+#: How the compiled core reads a code point of normalized text (core_reads).
+ASCII, WORD_BYTES, SEPARATOR, TO_FOLD, NOT_READ = range(5)
 
 
-def _core_reads(c: str) -> int:
-    """_ASCII (the core folds its case and knows whether it is a word character); a word
-    character whose case fold is itself, which the core reads as word bytes (_WORD_BYTES:
-    it takes every byte of UTF-8 past ASCII for one); a separator that is its own case
-    fold, which it must be given as a space (_SEPARATOR); a character to case-fold first
-    (_TO_FOLD); a Han character (jieba cuts those) or a lone surrogate (no UTF-8),
-    which keep a text from the core (_NOT_READ)."""
+def core_reads(c: str) -> int:
+    """How the compiled core reads a character of a text that normalize() made
+    (compiled_text.core_spans): ASCII (the core folds its case and knows whether it is a
+    word character); WORD_BYTES, a word character whose case fold is itself, which the
+    core reads as word bytes (it takes every byte of UTF-8 past ASCII for one);
+    SEPARATOR, one that is not a word character, which it must be given as a space;
+    TO_FOLD, one whose case fold is another; NOT_READ, a Han character (jieba cuts
+    those) or a lone surrogate (no UTF-8), which keep a text from the core."""
     if c.isascii():
-        return _ASCII
+        return ASCII
     if _HAN.match(c) or "\ud800" <= c <= "\udfff":
-        return _NOT_READ
+        return NOT_READ
     if c.casefold() != c:
-        return _TO_FOLD
-    return _WORD_BYTES if _WORD.match(c) else _SEPARATOR
-
-
-def core_spans(texts: Sequence[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
-    """(rows, data, starts, ends): which texts the compiled core can read, and what it
-    reads of each, data[starts[k]:ends[k]] for texts[rows[k]] (rows ascending).
-
-    An ASCII text is its bytes (the core folds their case). Any other text without Han
-    characters is normalized as normalize() does it (NFKC, case fold), in UTF-8, with a
-    space for each non-ASCII character that is not a word character: the core takes
-    every byte past ASCII for a word byte, so its words are the normalized text's \\w+
-    words, hashed as their UTF-8 (as FeatureHasher does). Texts with Han characters are
-    not among the rows: their words are jieba's (and a lone surrogate has no UTF-8).
-    Only the non-ASCII characters are looked at one by one, in numpy."""
-    n = len(texts)
-    other = [i for i, t in enumerate(texts) if not t.isascii()]
-    plain = [i for i, t in enumerate(texts) if t.isascii()] if other else list(range(n))
-    if len(other) <= _FEW:  # Chinese (for jieba) found by a regex costs a few texts less than numpy
-        other = [i for i in other if not _HAN.search(texts[i])]
-    if not (plain or other):
-        return _NONE_READ
-    starts, ends = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    data = " ".join(texts[i] for i in plain).encode("ascii")
-    lengths = np.fromiter((len(texts[i]) for i in plain), np.int64, len(plain))
-    starts[plain] = np.cumsum(lengths + 1) - lengths - 1
-    ends[plain] = starts[plain] + lengths
-    if other:
-        rows, utf8, form_starts, form_ends = _past_ascii(texts, other)
-        starts[rows], ends[rows] = len(data) + form_starts, len(data) + form_ends
-        data += utf8
-        plain = sorted(plain + rows)
-    return np.array(plain, np.int64), data, starts[plain], ends[plain]
-
-
-#: Texts past ASCII that core_spans looks at one by one first (the Chinese of a library's
-#: one-document calls cost ~15 µs more without).
-_FEW = 32
-_NONE_READ = (np.zeros(0, np.int64), b"", np.zeros(0, np.int64), np.zeros(0, np.int64))
-
-
-def _past_ascii(texts: Sequence[str], rows: list[int]) -> tuple[list[int], bytes, np.ndarray, np.ndarray]:
-    """core_spans of the non-ASCII texts[rows]: (rows read, their UTF-8, where each
-    starts and ends in it)."""
-    forms = [texts[i] for i in rows]
-    look = _Look.at(forms)
-    not_read = set(look.texts_with(look.reads == _NOT_READ).tolist())  # Han, a lone surrogate
-    into = _FOLDS_INTO(look.codes[look.to_fold])
-    # Texts not in NFKC (rare but for Chinese), and texts with a character whose case fold
-    # is several (ß, ŉ), are normalized whole as normalize_many() does it, then looked at
-    # again, without those not read.
-    whole = set(look.texts_with(look.to_fold[into == 0]).tolist())
-    whole.update(j for j, form in enumerate(forms) if not unicodedata.is_normalized("NFKC", form))
-    whole -= not_read
-    if whole or not_read:
-        wholly = sorted(whole)
-        for j, form in zip(wholly, _half_width([forms[j] for j in wholly])):
-            forms[j] = _nfkc(form).casefold()
-        rows = [i for j, i in enumerate(rows) if j not in not_read]
-        forms = [form for j, form in enumerate(forms) if j not in not_read]
-        if not forms:
-            return [], b"", np.zeros(0, np.int64), np.zeros(0, np.int64)
-        look = _Look.at(forms)
-        into = _FOLDS_INTO(look.codes[look.to_fold])
-    look = look.folded(into)
-    # Left to the numpy path: a text with Han characters from NFKC (U+2F00: ⼀), or with a
-    # character whose fold is to fold again (none in Unicode 15).
-    read = np.ones(len(forms), bool)
-    read[look.texts_with(look.reads >= _TO_FOLD)] = False
-    utf8, starts, ends = look.utf8()
-    return [i for i, ok in zip(rows, read.tolist()) if ok], utf8, starts[read], ends[read]
-
-
-def _nfkc(text: str) -> str:
-    """NFKC of a text, as normalize() makes it."""
-    if unicodedata.is_normalized("NFKC", text):  # the quick check: ~1.5 ns a character
-        return text
-    return unicodedata.normalize("NFKC", _few_marks(text))
-
-
-class _Look(NamedTuple):
-    """Texts one after another (joined), as core_spans reads them: their code points; the
-    places of those past ASCII (wide), and _core_reads of each; where each text ends."""
-
-    joined: str
-    codes: np.ndarray
-    wide: np.ndarray
-    reads: np.ndarray
-    ends: np.ndarray
-    to_fold: np.ndarray  # the places of the characters to case-fold, in order
-
-    @classmethod
-    def at(cls, forms: list[str]) -> _Look:
-        joined = "".join(forms)
-        codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
-        wide = np.flatnonzero(codes > 0x7F)
-        ends = np.cumsum(np.fromiter(map(len, forms), np.int64, len(forms)))
-        reads = _CORE_READS(codes[wide])
-        return cls(joined, codes, wide, reads, ends, wide[reads == _TO_FOLD])
-
-    def texts_with(self, places: np.ndarray) -> np.ndarray:
-        """The texts that hold these places (ascending; or a mask over `wide`), ascending,
-        once each: where each text ends among the places."""
-        if places.dtype == bool:
-            places = self.wide[places]
-        return np.flatnonzero(np.diff(np.searchsorted(places, self.ends), prepend=0))
-
-    def folded(self, into: np.ndarray) -> _Look:
-        """Each character to fold made the one its case fold is (`into`, in the order of
-        `to_fold`; 0 where that is several, left as it is): case folding looks at no
-        other character."""
-        one = into > 0
-        if not one.any():
-            return self
-        codes, reads = self.codes.copy(), self.reads.copy()  # _Look.at's are read-only views
-        codes[self.to_fold[one]] = into[one]
-        reads[reads == _TO_FOLD] = np.where(one, _CORE_READS(into), _TO_FOLD)  # in `to_fold`'s order
-        joined = codes.tobytes().decode("utf-32-le", "surrogatepass")
-        return self._replace(joined=joined, codes=codes, reads=reads, to_fold=self.to_fold[~one])
-
-    def utf8(self) -> tuple[bytes | bytearray, np.ndarray, np.ndarray]:
-        """(utf8, starts, ends): the texts in UTF-8, with spaces for the bytes of each
-        _SEPARATOR character, which the core needs: it takes every byte past ASCII for a
-        word byte; where each text starts and ends in it."""
-        points = self.codes[self.wide]  # some may be ASCII now (folded)
-        extra = (points > 0x7F).view(np.uint8) + (points > 0x7FF) + (points > 0xFFFF)  # bytes past the first
-        before = np.concatenate([[0], np.cumsum(extra, dtype=np.int64)])
-        ends = self.ends + before[np.searchsorted(self.wide, self.ends)]
-        utf8: bytes | bytearray = self.joined.encode("utf-8", "surrogatepass")
-        gaps = np.flatnonzero(self.reads == _SEPARATOR)
-        if len(gaps):
-            utf8 = bytearray(utf8)
-            buffer = np.frombuffer(utf8, np.uint8)
-            first = self.wide[gaps] + before[gaps]  # each one's first byte
-            for byte in range(4):  # a character is 1 to 4 bytes
-                buffer[first[extra[gaps] >= byte] + byte] = 0x20
-        return utf8, np.concatenate([[0], ends[:-1]]), ends
+        return TO_FOLD
+    return WORD_BYTES if _WORD.match(c) else SEPARATOR
 
 
 def normalize_many(texts: Sequence[str], fold: bool = True) -> list[str]:
@@ -374,30 +240,25 @@ def _is_han(codes: np.ndarray) -> np.ndarray:
 
 
 class _CharacterClass:
-    """What `member` says of a character (a bool, or an int of `dtype`), code point by
-    code point: it is asked about each code point the first time it is seen. Its tables
-    take 1.1 MB a byte of dtype, and 1.1 MB for the code points seen, as they are
-    touched."""
+    """A class of characters, code point by code point: `member` is asked about each code
+    point the first time it is seen (2.2 MB of tables, once)."""
 
-    def __init__(self, member: Callable[[str], Any], dtype: type = bool) -> None:
+    def __init__(self, member: Callable[[str], bool]) -> None:
         self._is = member
         self._seen = np.zeros(0x110000, bool)
-        self._member = np.zeros(0x110000, dtype)
+        self._member = np.zeros(0x110000, bool)
 
     def __call__(self, codes: np.ndarray) -> np.ndarray:
         seen = self._seen[codes]
         if not seen.all():
             new = np.unique(codes[~seen])
             found = (self._is(chr(c)) for c in new.tolist())
-            self._member[new] = np.fromiter(found, self._member.dtype, len(new))
+            self._member[new] = np.fromiter(found, bool, len(new))
             self._seen[new] = True
         return self._member[codes]
 
 
 _WORD_CHARACTER = _CharacterClass(lambda c: _WORD.match(c) is not None)
-_CORE_READS = _CharacterClass(_core_reads, np.uint8)
-#: The one code point a character's case fold is (0: it is several).
-_FOLDS_INTO = _CharacterClass(lambda c: ord(f) if len(f := c.casefold()) == 1 else 0, np.uint32)
 
 
 #: A word of other characters (Latin, digits) within this many word characters of a

@@ -20,7 +20,6 @@ import xxhash
 from .features import (
     Features,
     ascii_word_spans,
-    core_spans,
     has_chinese,
     jieba_word_pool,
     normalized_many,
@@ -33,9 +32,9 @@ from .settings import HEAD_TOKENS, Settings
 from .xxh3 import hash_spans, hash_spans128
 
 try:
-    from .compiled_text import ascii_batch, span_fingerprints, text_spans
+    from .compiled_text import ascii_batch, core_spans, span_fingerprints, text_spans
 except ImportError:  # installed where no C compiler was found (setup.py): the numpy path does all text
-    ascii_batch = text_spans = span_fingerprints = None  # type: ignore[assignment]
+    ascii_batch = core_spans = text_spans = span_fingerprints = None  # type: ignore[assignment]
 
 #: feature -> unsigned hash with at least `bits` bits; bit i of the result feeds column i.
 HashFunc = Callable[[str], int]
@@ -321,7 +320,7 @@ def compiled_core(
     """What the compiled core (compiled_text.text_spans) makes of the texts it can do
     (with `heads`, head fingerprints; with sketch_bins > 0, one-permutation sketches of
     that many bins of sketch_bits bits, exact ones of texts of 1 to sketch_exact distinct
-    shingles): texts without Han characters (features.core_spans: ASCII, and other text
+    shingles): texts without Han characters (compiled_text.core_spans: ASCII, and other text
     normalized, in UTF-8) on the occurrence path (_occurrence_path), without a word longer
     than xxh3.VECTORIZED_MAX bytes; None where that is none of them (and where simdedup
     was installed without its C core). The same results as the numpy path."""

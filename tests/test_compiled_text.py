@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import Document, Settings, dedup, fingerprint_texts
+from simdedup import compiled_text as compiled_text_module
 from simdedup import features as features_module
 from simdedup import fingerprint as fingerprint_module
 from simdedup import parallel as parallel_module
@@ -326,6 +327,20 @@ def test_the_c_core_shares_the_python_modules_constants() -> None:
         sketch_module.EXACT_MARK,
         sketch_module.EXACT_SHINGLES,
     )
+    reads = (
+        _textcore.WORD_BYTES,
+        _textcore.SEPARATOR,
+        _textcore.TO_FOLD,
+        _textcore.NOT_READ,
+        _textcore.UNSEEN,
+    )
+    assert reads == (
+        features_module.WORD_BYTES,
+        features_module.SEPARATOR,
+        features_module.TO_FOLD,
+        features_module.NOT_READ,
+        compiled_text_module._UNSEEN,
+    )
 
 
 def test_the_c_core_refuses_bounds_and_outputs_that_do_not_fit() -> None:
@@ -412,12 +427,12 @@ def test_the_core_reads_text_past_ascii_without_han() -> None:
         "é " * 40 + "中文",
         "\u2f00 é",
     ]
-    rows, data, starts, ends = features_module.core_spans(texts)
+    rows, data, starts, ends = compiled_text_module.core_spans(texts)
     assert rows.tolist() == [0, 1, 2, 5, 6, 7]
     read = [data[a:b].decode() for a, b in zip(starts.tolist(), ends.tolist())]
     assert read == [
         "ça va, naïve café",
-        "привет мир" + " " * 8,
+        "привет мир" + " " * 3,  # a space a character
         "σοφια σοφία",
         "plain",
         "strasse",
@@ -426,3 +441,20 @@ def test_the_core_reads_text_past_ascii_without_han() -> None:
     core = fingerprint_module.compiled_core(texts, Settings(), FeatureHasher(64))
     assert core is not None and core[0] == [0, 1, 2, 5, 6, 7]
     assert core[1] == text_batch_fingerprints([texts[i] for i in core[0]], Settings())
+
+
+def test_utf8_forms_refuses_buffers_that_do_not_fit() -> None:
+    from simdedup import _textcore
+
+    reads, folds = compiled_text_module._tables()
+    codes = np.frombuffer("abé".encode("utf-32-le"), "<u4")
+
+    def call(ends: list[int], out: int = 12, reads: np.ndarray = reads) -> None:
+        n = len(ends)
+        args = (np.zeros(out, np.uint8), np.zeros(n, np.int64), np.zeros(n, np.uint8))
+        _textcore.utf8_forms(codes, np.array(ends, np.int64), reads, folds, *args)
+
+    call([1, 3])
+    for ends, out, table in (([2, 1], 12, reads), ([4], 12, reads), ([3], 11, reads), ([3], 12, reads[:-1])):
+        with pytest.raises(ValueError, match="utf8_forms"):
+            call(ends, out, table)
