@@ -961,7 +961,7 @@ def input_options(f: Callable[..., Any]) -> Callable[..., Any]:
             metavar="PATTERN",
             callback=_matchable,
             help="In directories, skip the files and folders whose name, or path below the"
-            " directory given, matches ('drafts', 'zh/*', '*_copy.txt').",
+            " directory given, matches ('drafts', 'zh/*', '*_copy.txt', '**/build').",
         ),
         click.option(
             "--max-doc-size",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import gzip
 import io
 import json
@@ -1425,3 +1426,42 @@ def test_what_one_reader_refuses_another_name_may_read_and_records_that_fail_are
         stdin.read(len("first line\n"))  # `{ read l; simdedup - o; } < o/a.txt`
         got = list(read_documents(["-", str(o)], ReadOptions(), lambda p: None, stdin=stdin))
     assert [d.id for d in got] == ["-:1", f"{o}/a.txt"]
+
+
+def _forms(pattern: str) -> set[str]:
+    """The pattern with each `**/` that starts it or follows a '/' kept or left out."""
+    forms = {pattern}
+    for _ in range(pattern.count("**/")):
+        forms |= {
+            form[:i] + form[i + 3 :]
+            for form in forms
+            for i in range(len(form))
+            if form.startswith("**/", i) and (i == 0 or form[i - 1] == "/")
+        }
+    return forms
+
+
+_PATTERN_PIECES = st.sampled_from(["a", "b", "/", "*", "**/", "?", "[ab]", ".txt", "x", "**"])
+_PATH_PIECES = st.sampled_from(["a", "b", "/", "x", ".txt", "ab/", "\n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pattern=st.lists(_PATTERN_PIECES, min_size=1, max_size=7).map("".join),
+    paths=st.lists(st.lists(_PATH_PIECES, max_size=8).map("".join), min_size=1, max_size=20),
+)
+def test_a_pattern_matches_what_one_of_its_forms_with_and_without_each_double_star_matches(
+    pattern: str, paths: list[str]
+) -> None:
+    # `**/` is any folders or none (.gitignore): the pattern with each `**/` kept or left
+    # out, as fnmatch matches those; in one regex (the forms themselves grew as 2 ** n).
+    found = read_module.pattern_regex(pattern)
+    for path in paths:
+        assert bool(found.match(path)) == any(fnmatch.fnmatchcase(path, form) for form in _forms(pattern))
+
+
+def test_a_pattern_of_many_double_stars_is_one_regex() -> None:
+    pattern = "".join(f"d{i}/**/" for i in range(40)) + "x.txt"  # 2 ** 40 forms
+    found = read_module.pattern_regex(pattern)
+    assert found.match("/".join(f"d{i}" for i in range(40)) + "/q/x.txt")
+    assert not found.match("/".join(f"d{i}" for i in range(39)) + "/x.txt")
