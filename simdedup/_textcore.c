@@ -558,6 +558,14 @@ static PyObject *utf8_forms(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "utf8_forms: buffers of other sizes, or ends out of order or bounds");
         goto done;
     }
+    /* The ends, checked, in memory of its own: `out` over `ends`, or another thread's
+     * writes while the GIL is released, would move them (a review: a crash). */
+    int64_t *end_at = PyMem_RawMalloc(n_texts ? 8 * n_texts : 1);
+    if (!end_at) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(end_at, end, 8 * n_texts);
     const uint32_t *c = codes.buf, *fold = folds.buf;
     const uint8_t *read = reads.buf;
     uint8_t *o = out.buf, *flag = flags.buf;
@@ -566,7 +574,7 @@ static PyObject *utf8_forms(PyObject *self, PyObject *args) {
     int64_t at = 0, i = 0;
     for (int64_t t = 0; t < n_texts; t++) {
         uint8_t said = 0;
-        for (; i < end[t]; i++) {
+        for (; i < end_at[t]; i++) {
             uint32_t x = c[i];
             if (x < 0x80) {
                 o[at++] = (uint8_t)x;
@@ -598,6 +606,7 @@ static PyObject *utf8_forms(PyObject *self, PyObject *args) {
         flag[t] = said;
     }
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(end_at);
     result = Py_None;
     Py_INCREF(result);
 done:

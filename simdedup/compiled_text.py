@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 
@@ -146,6 +145,8 @@ def core_spans(texts: Sequence[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.
 #: library's one-document calls cost ~15 µs more without).
 _FEW = 32
 
+#: A code point that features.core_reads has not been asked about yet (_READS).
+_UNSEEN = 255
 # utf8_forms' flags of a text (_textcore.c)
 _HAS_NOT_READ, _FOLDS_INTO_SEVERAL, _HAS_UNSEEN = 1, 2, 4
 
@@ -189,17 +190,18 @@ def _utf8(forms: list[str]) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
     return out[: ends[-1] if len(ends) else 0].tobytes(), starts, ends, flags
 
 
-_UNSEEN = 255
+#: features.core_reads of each code point (_UNSEEN until met; ASCII's from the start),
+#: and for one TO_FOLD, the one code point its case fold is (0 where it is several): 1.1
+#: MB, and 4.4 MB touched as code points are met. Made at import: made on first use, two
+#: threads starting at once each made their own (a review).
+_READS = np.full(0x110000, _UNSEEN, np.uint8)
+_READS[:0x80] = 0
+_FOLDS = np.zeros(0x110000, np.uint32)
 
 
-@lru_cache(maxsize=1)
 def _tables() -> tuple[np.ndarray, np.ndarray]:
-    """(reads, folds): features.core_reads of each code point (_UNSEEN until met; ASCII's
-    from the start), and for one TO_FOLD, the one code point its case fold is (0 where it
-    is several). 5.5 MB, touched as code points are met."""
-    reads = np.full(0x110000, _UNSEEN, np.uint8)
-    reads[:0x80] = 0
-    return reads, np.zeros(0x110000, np.uint32)
+    """(reads, folds): the tables utf8_forms reads code points through."""
+    return _READS, _FOLDS
 
 
 def _learn(new: np.ndarray) -> None:

@@ -458,3 +458,18 @@ def test_utf8_forms_refuses_buffers_that_do_not_fit() -> None:
     for ends, out, table in (([2, 1], 12, reads), ([4], 12, reads), ([3], 11, reads), ([3], 12, reads[:-1])):
         with pytest.raises(ValueError, match="utf8_forms"):
             call(ends, out, table)
+
+
+def test_utf8_forms_reads_its_ends_before_it_writes() -> None:
+    # `out` over `ends` (a review): its writes moved the ends it read next, past the
+    # arrays, and the process crashed. The ends are copied first; what it writes there
+    # is meaningless, but nothing outside the buffers is touched.
+    from simdedup import _textcore
+
+    reads, folds = compiled_text_module._tables()
+    ends = np.arange(1, 17, dtype=np.int64) * 2
+    out_ends, flags = np.zeros(16, np.int64), np.zeros(16, np.uint8)
+    _textcore.utf8_forms(
+        np.full(32, 0x41, np.uint32), ends, reads, folds, ends.view(np.uint8), out_ends, flags
+    )
+    assert out_ends.tolist() == list(range(2, 33, 2)) and not flags.any()
