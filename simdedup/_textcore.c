@@ -108,7 +108,7 @@ static uint64_t xxh3(const uint8_t *p, int64_t n) {
 
 /* low: raw's ASCII bytes case-folded; word_bits: bit i % 64 of word i / 64 is 1 where low[i]
  * is a \w byte, [0-9a-z_], or a byte past ASCII: the core is given UTF-8 in which every
- * character past ASCII is a word character (features.core_spans puts spaces for the others).
+ * character past ASCII is a word character (compiled_text.core_spans puts spaces for the others).
  * Branch-free within each 64 bytes, which the compiler vectorizes. */
 static void fold(const uint8_t *raw, int64_t n, uint8_t *low, uint64_t *word_bits) {
     for (int64_t base = 0; base < n; base += 64) {

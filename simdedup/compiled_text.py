@@ -4,7 +4,7 @@ sketched in one pass.
 What features.py, fingerprint.py and sketch.py do for a batch of texts in several numpy
 passes (\\w+ words, xxh3-64, +-1 column sums, the head window, the verification sketch),
 done in one call of a C extension (_textcore.c), with the same results, bit for bit
-(tests/test_compiled_text.py). It reads ASCII, and other text as features.core_spans
+(tests/test_compiled_text.py). It reads ASCII, and other text as core_spans (below)
 makes it: normalized, in UTF-8, with spaces for the characters past ASCII that are not
 word characters, so that every byte past ASCII is a word byte. A first pass over the
 batch's bytes folds their ASCII case and marks which are word bytes, one bit a byte; then
@@ -53,8 +53,8 @@ def text_spans(
     sketch_exact: int = 0,
 ) -> tuple[list[int | None], list[int | None], np.ndarray, np.ndarray]:
     """ascii_batch of the texts data[starts[i]:ends[i]] (int64 bounds), read where they
-    are: the lines of a chunk of a file (read.AsciiLines), or what features.core_spans
-    made of a batch (ASCII, or UTF-8 in which every byte past ASCII is a word byte)."""
+    are: the lines of a chunk of a file (read.AsciiLines), or what core_spans made of a
+    batch (ASCII, or UTF-8 in which every byte past ASCII is a word byte)."""
     fps, found, head_fps, has_head, sketches, done = _made(
         data, starts, ends, heads, sketch_bins, sketch_bits, sketch_exact
     )
@@ -181,32 +181,27 @@ def _utf8(forms: list[str]) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
         np.empty(len(forms), np.int64),
         np.empty(len(forms), np.uint8),
     )
-    reads, folds = _tables()
-    utf8_forms(codes, code_ends, reads, folds, out, ends, flags)
+    utf8_forms(codes, code_ends, _READS, _FOLDS, out, ends, flags)
     if (flags & _HAS_UNSEEN).any():  # code points met for the first time: learnt, then read again
-        _learn(np.unique(codes[reads[codes] == _UNSEEN]))
-        utf8_forms(codes, code_ends, reads, folds, out, ends, flags)
+        _learn(np.unique(codes[_READS[codes] == _UNSEEN]))
+        utf8_forms(codes, code_ends, _READS, _FOLDS, out, ends, flags)
     starts = np.concatenate([[0], ends[:-1]])
     return out[: ends[-1] if len(ends) else 0].tobytes(), starts, ends, flags
 
 
-#: features.core_reads of each code point (_UNSEEN until met; ASCII's from the start),
-#: and for one TO_FOLD, the one code point its case fold is (0 where it is several): 1.1
-#: MB, and 4.4 MB touched as code points are met. Made at import: made on first use, two
-#: threads starting at once each made their own (a review).
+#: The tables utf8_forms reads code points through: features.core_reads of each code
+#: point (_UNSEEN until met; ASCII's from the start), and for one TO_FOLD, the one code
+#: point its case fold is (0 where it is several): 1.1 MB, and 4.4 MB touched as code
+#: points are met. Made at import: made on first use, two threads starting at once each
+#: made their own (a review).
 _READS = np.full(0x110000, _UNSEEN, np.uint8)
 _READS[:0x80] = 0
 _FOLDS = np.zeros(0x110000, np.uint32)
 
 
-def _tables() -> tuple[np.ndarray, np.ndarray]:
-    """(reads, folds): the tables utf8_forms reads code points through."""
-    return _READS, _FOLDS
-
-
 def _learn(new: np.ndarray) -> None:
     """core_reads of these code points into the tables, and of what each folds into."""
-    reads, folds = _tables()
+    reads, folds = _READS, _FOLDS
     for c in new.tolist():
         reads[c] = core_reads(chr(c))
         if reads[c] == TO_FOLD:

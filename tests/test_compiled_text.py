@@ -446,7 +446,7 @@ def test_the_core_reads_text_past_ascii_without_han() -> None:
 def test_utf8_forms_refuses_buffers_that_do_not_fit() -> None:
     from simdedup import _textcore
 
-    reads, folds = compiled_text_module._tables()
+    reads, folds = compiled_text_module._READS, compiled_text_module._FOLDS
     codes = np.frombuffer("abé".encode("utf-32-le"), "<u4")
 
     def call(ends: list[int], out: int = 12, reads: np.ndarray = reads) -> None:
@@ -466,7 +466,7 @@ def test_utf8_forms_reads_its_ends_before_it_writes() -> None:
     # is meaningless, but nothing outside the buffers is touched.
     from simdedup import _textcore
 
-    reads, folds = compiled_text_module._tables()
+    reads, folds = compiled_text_module._READS, compiled_text_module._FOLDS
     ends = np.arange(1, 17, dtype=np.int64) * 2
     out_ends, flags = np.zeros(16, np.int64), np.zeros(16, np.uint8)
     _textcore.utf8_forms(
