@@ -512,10 +512,13 @@ static PyObject *line_ends(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* How utf8_forms reads a code point past ASCII (compiled_text.READS, the table it is given). */
+/* How utf8_forms reads a code point past ASCII (compiled_text._READS, the table it is given). */
 enum { WORD_BYTES = 1, SEPARATOR = 2, TO_FOLD = 3, NOT_READ = 4, UNSEEN = 255 };
 /* What utf8_forms says of a text (its flags). */
 enum { HAS_NOT_READ = 1, FOLDS_INTO_SEVERAL = 2, HAS_UNSEEN = 4 };
+/* A fold into several code points: the rest of folds[c] is a row of `several`. */
+#define SEVERAL_MARK 0x80000000u
+#define SEVERAL_MOST 3 /* the most code points a case fold is (Unicode 15) */
 
 static inline int64_t put_utf8(uint8_t *out, uint32_t c) {
     if (c < 0x800) {
@@ -531,27 +534,50 @@ static inline int64_t put_utf8(uint8_t *out, uint32_t c) {
     return 4;
 }
 
+static inline uint8_t kind_of(const uint8_t *read, uint32_t x) { return x < 0x110000 ? read[x] : NOT_READ; }
+
+/* x as the core reads it, into out: ASCII as it is, a word character in UTF-8, a separator
+ * as a space; anything else (a fold of a fold, Han, a surrogate, not yet known) is said. */
+static inline int64_t put_read(uint8_t *out, uint32_t x, uint8_t kind, uint8_t *said) {
+    if (x < 0x80) {
+        *out = (uint8_t)x;
+        return 1;
+    }
+    if (kind == WORD_BYTES)
+        return put_utf8(out, x);
+    if (kind == SEPARATOR) {
+        *out = ' ';
+        return 1;
+    }
+    *said |= kind == UNSEEN ? HAS_UNSEEN : HAS_NOT_READ;
+    return 0;
+}
+
 PyDoc_STRVAR(utf8_forms_doc,
-    "utf8_forms(codes, ends, reads, folds, out, out_ends, flags)\n"
+    "utf8_forms(codes, ends, reads, folds, several, out, out_ends, flags)\n"
     "\n"
     "Texts given as code points (codes: uint32, text t ending at ends[t], int64) in UTF-8 as the\n"
-    "compiled core reads them, into out (uint8, 4 bytes a code point; text t ending at\n"
+    "compiled core reads them, into out (uint8, 12 bytes a code point; text t ending at\n"
     "out_ends[t]): ASCII as it is; past ASCII, by reads[c] (uint8, one a code point): a word\n"
-    "character in UTF-8, a separator as a space, a character to fold as folds[c] (uint32; read\n"
-    "the same way). flags[t] (uint8): 1 where text t holds a character not read (Han, a\n"
-    "surrogate, a fold to fold again), 2 one whose fold is several characters (folds[c] 0),\n"
-    "4 one whose reads[c] is 255 (not yet known); such a text's bytes are meaningless.");
+    "character in UTF-8, a separator as a space, a character to fold as folds[c] (uint32), or\n"
+    "where that has its top bit set, as the code points of row folds[c] & 0x7FFFFFFF of\n"
+    "several (uint32, 3 a row, 0 after the last), each read the same way. flags[t] (uint8): 1\n"
+    "where text t holds a character not read (Han, a surrogate, a fold to fold again), 2 one\n"
+    "whose folds[c] is 0, 4 one whose reads[c] is 255 (not yet known); such a text's bytes are\n"
+    "meaningless.");
 
 static PyObject *utf8_forms(PyObject *self, PyObject *args) {
-    Py_buffer codes, ends, reads, folds, out, out_ends, flags;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*w*", &codes, &ends, &reads, &folds, &out, &out_ends, &flags))
+    Py_buffer codes, ends, reads, folds, several, out, out_ends, flags;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*w*w*", &codes, &ends, &reads, &folds, &several, &out, &out_ends,
+                          &flags))
         return NULL;
-    Py_buffer *views[] = {&codes, &ends, &reads, &folds, &out, &out_ends, &flags};
+    Py_buffer *views[] = {&codes, &ends, &reads, &folds, &several, &out, &out_ends, &flags};
     PyObject *result = NULL;
-    int64_t n_codes = codes.len / 4, n_texts = ends.len / 8;
+    int64_t n_codes = codes.len / 4, n_texts = ends.len / 8, rows = several.len / (4 * SEVERAL_MOST);
     const int64_t *end = ends.buf;
     int ok = codes.len % 4 == 0 && ends.len % 8 == 0 && reads.len == 0x110000 && folds.len == 4 * 0x110000 &&
-             out.len >= 4 * n_codes && out_ends.len == ends.len && flags.len == n_texts;
+             several.len % (4 * SEVERAL_MOST) == 0 && out.len >= 4 * SEVERAL_MOST * n_codes &&
+             out_ends.len == ends.len && flags.len == n_texts;
     for (int64_t t = 0; ok && t < n_texts; t++)
         ok = end[t] >= (t ? end[t - 1] : 0) && end[t] <= n_codes;
     if (!ok) {
@@ -566,7 +592,7 @@ static PyObject *utf8_forms(PyObject *self, PyObject *args) {
         goto done;
     }
     memcpy(end_at, end, 8 * n_texts);
-    const uint32_t *c = codes.buf, *fold = folds.buf;
+    const uint32_t *c = codes.buf, *fold = folds.buf, *row = several.buf;
     const uint8_t *read = reads.buf;
     uint8_t *o = out.buf, *flag = flags.buf;
     int64_t *o_end = out_ends.buf;
@@ -580,27 +606,29 @@ static PyObject *utf8_forms(PyObject *self, PyObject *args) {
                 o[at++] = (uint8_t)x;
                 continue;
             }
-            uint8_t kind = x < 0x110000 ? read[x] : NOT_READ;
-            if (kind == TO_FOLD) {
-                x = fold[x];
-                if (!x) {
-                    said |= FOLDS_INTO_SEVERAL;
-                    continue;
-                }
-                if (x < 0x80) {
-                    o[at++] = (uint8_t)x;
-                    continue;
-                }
-                kind = x < 0x110000 ? read[x] : NOT_READ;
-                if (kind == TO_FOLD)
-                    kind = NOT_READ;
+            uint8_t kind = kind_of(read, x);
+            if (kind != TO_FOLD) {
+                at += put_read(o + at, x, kind, &said);
+                continue;
             }
-            if (kind == WORD_BYTES)
-                at += put_utf8(o + at, x);
-            else if (kind == SEPARATOR)
-                o[at++] = ' ';
-            else
-                said |= kind == UNSEEN ? HAS_UNSEEN : HAS_NOT_READ;
+            uint32_t into = fold[x];
+            if (!into) {
+                said |= FOLDS_INTO_SEVERAL;
+            } else if (into & SEVERAL_MARK) {
+                int64_t r = into & ~SEVERAL_MARK;
+                if (r >= rows) {
+                    said |= HAS_NOT_READ;
+                    continue;
+                }
+                for (int p = 0; p < SEVERAL_MOST && row[SEVERAL_MOST * r + p]; p++) {
+                    uint32_t y = row[SEVERAL_MOST * r + p];
+                    uint8_t its = kind_of(read, y);
+                    at += put_read(o + at, y, its == TO_FOLD ? NOT_READ : its, &said);
+                }
+            } else {
+                uint8_t its = kind_of(read, into);
+                at += put_read(o + at, into, its == TO_FOLD ? NOT_READ : its, &said);
+            }
         }
         o_end[t] = at;
         flag[t] = said;
@@ -643,7 +671,7 @@ PyMODINIT_FUNC PyInit__textcore(void) {
               PyModule_AddIntConstant(m, "EXACT_MOST", EXACT_MOST) || add_mark(m) ||
               PyModule_AddIntConstant(m, "WORD_BYTES", WORD_BYTES) || PyModule_AddIntConstant(m, "SEPARATOR", SEPARATOR) ||
               PyModule_AddIntConstant(m, "TO_FOLD", TO_FOLD) || PyModule_AddIntConstant(m, "NOT_READ", NOT_READ) ||
-              PyModule_AddIntConstant(m, "UNSEEN", UNSEEN))) {
+              PyModule_AddIntConstant(m, "UNSEEN", UNSEEN) || PyModule_AddIntConstant(m, "SEVERAL_MOST", SEVERAL_MOST))) {
         Py_DECREF(m);
         return NULL;
     }

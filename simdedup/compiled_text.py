@@ -153,9 +153,9 @@ _HAS_NOT_READ, _FOLDS_INTO_SEVERAL, _HAS_UNSEEN = 1, 2, 4
 
 def _past_ascii(forms: list[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
     """core_spans of texts past ASCII: (the ones read, their UTF-8, where each starts and
-    ends in it). A text not in NFKC (rare but for Chinese) or with a character whose
-    case fold is several (ß) is normalized whole, as normalize_many() does it, and read
-    again."""
+    ends in it). A text not in NFKC (rare but for Chinese), or with a character whose
+    case fold is several and has no row of _SEVERAL, is normalized whole, as
+    normalize_many() does it, and read again."""
     utf8, starts, ends, flags = _utf8(forms)
     whole = [
         j
@@ -177,35 +177,50 @@ def _utf8(forms: list[str]) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
     codes = np.frombuffer("".join(forms).encode("utf-32-le", "surrogatepass"), "<u4")
     code_ends = np.cumsum(np.fromiter(map(len, forms), np.int64, len(forms)))
     out, ends, flags = (
-        np.empty(4 * len(codes), np.uint8),
+        np.empty(_SEVERAL_MOST * 4 * len(codes), np.uint8),  # pages touched only as written
         np.empty(len(forms), np.int64),
         np.empty(len(forms), np.uint8),
     )
-    utf8_forms(codes, code_ends, _READS, _FOLDS, out, ends, flags)
+    utf8_forms(codes, code_ends, _READS, _FOLDS, _SEVERAL, out, ends, flags)
     if (flags & _HAS_UNSEEN).any():  # code points met for the first time: learnt, then read again
         _learn(np.unique(codes[_READS[codes] == _UNSEEN]))
-        utf8_forms(codes, code_ends, _READS, _FOLDS, out, ends, flags)
+        utf8_forms(codes, code_ends, _READS, _FOLDS, _SEVERAL, out, ends, flags)
     starts = np.concatenate([[0], ends[:-1]])
     return out[: ends[-1] if len(ends) else 0].tobytes(), starts, ends, flags
 
 
 #: The tables utf8_forms reads code points through: features.core_reads of each code
-#: point (_UNSEEN until met; ASCII's from the start), and for one TO_FOLD, the one code
-#: point its case fold is (0 where it is several): 1.1 MB, and 4.4 MB touched as code
-#: points are met. Made at import: made on first use, two threads starting at once each
-#: made their own (a review).
+#: point (_UNSEEN until met; ASCII's from the start); for one TO_FOLD, the one code point
+#: its case fold is, or where that is several (ß: ss), _SEVERAL_ROW and the row of
+#: _SEVERAL that holds them: 1.1 MB, and 4.4 MB touched as code points are met. Made at
+#: import: made on first use, two threads starting at once each made their own (a review).
 _READS = np.full(0x110000, _UNSEEN, np.uint8)
 _READS[:0x80] = 0
 _FOLDS = np.zeros(0x110000, np.uint32)
+_SEVERAL_MOST = 3  # the most code points a case fold is (_textcore.SEVERAL_MOST)
+_SEVERAL_ROW = 0x80000000
+#: Rows for all of Unicode 15's 104 folds into several; past them, a fold is left 0 and
+#: its texts are folded whole in Python (_past_ascii).
+_SEVERAL = np.zeros((256, _SEVERAL_MOST), np.uint32)
+_several_rows = 0
 
 
 def _learn(new: np.ndarray) -> None:
     """core_reads of these code points into the tables, and of what each folds into."""
-    reads, folds = _READS, _FOLDS
+    global _several_rows
     for c in new.tolist():
-        reads[c] = core_reads(chr(c))
-        if reads[c] == TO_FOLD:
-            fold = chr(c).casefold()
-            folds[c] = ord(fold) if len(fold) == 1 else 0
-            if folds[c] >= 0x80 and reads[folds[c]] == _UNSEEN:
-                reads[folds[c]] = core_reads(fold)
+        if _READS[c] != _UNSEEN:  # learnt as what another folds into
+            continue
+        _READS[c] = core_reads(chr(c))
+        if _READS[c] != TO_FOLD:
+            continue
+        fold = chr(c).casefold()
+        for piece in fold:
+            if _READS[ord(piece)] == _UNSEEN:
+                _READS[ord(piece)] = core_reads(piece)
+        if len(fold) == 1:
+            _FOLDS[c] = ord(fold)
+        elif len(fold) <= _SEVERAL_MOST and _several_rows < len(_SEVERAL):
+            _SEVERAL[_several_rows, : len(fold)] = [ord(piece) for piece in fold]
+            _FOLDS[c] = _SEVERAL_ROW | _several_rows
+            _several_rows += 1

@@ -341,6 +341,7 @@ def test_the_c_core_shares_the_python_modules_constants() -> None:
         features_module.NOT_READ,
         compiled_text_module._UNSEEN,
     )
+    assert _textcore.SEVERAL_MOST == compiled_text_module._SEVERAL_MOST
 
 
 def test_the_c_core_refuses_bounds_and_outputs_that_do_not_fit() -> None:
@@ -435,7 +436,7 @@ def test_the_core_reads_text_past_ascii_without_han() -> None:
         "привет мир" + " " * 3,  # a space a character
         "σοφια σοφία",
         "plain",
-        "strasse",
+        "STRAssE",  # ẞ into two letters; the core folds ASCII itself
         "привет!(мир)",
     ]
     core = fingerprint_module.compiled_core(texts, Settings(), FeatureHasher(64))
@@ -446,18 +447,31 @@ def test_the_core_reads_text_past_ascii_without_han() -> None:
 def test_utf8_forms_refuses_buffers_that_do_not_fit() -> None:
     from simdedup import _textcore
 
-    reads, folds = compiled_text_module._READS, compiled_text_module._FOLDS
+    reads, folds, several = (
+        compiled_text_module._READS,
+        compiled_text_module._FOLDS,
+        compiled_text_module._SEVERAL,
+    )
     codes = np.frombuffer("abé".encode("utf-32-le"), "<u4")
+    room = 4 * _textcore.SEVERAL_MOST * len(codes)  # a fold may be three code points of 4 bytes
 
-    def call(ends: list[int], out: int = 12, reads: np.ndarray = reads) -> None:
+    def call(
+        ends: list[int], out: int = room, reads: np.ndarray = reads, several: np.ndarray = several
+    ) -> None:
         n = len(ends)
         args = (np.zeros(out, np.uint8), np.zeros(n, np.int64), np.zeros(n, np.uint8))
-        _textcore.utf8_forms(codes, np.array(ends, np.int64), reads, folds, *args)
+        _textcore.utf8_forms(codes, np.array(ends, np.int64), reads, folds, several, *args)
 
     call([1, 3])
-    for ends, out, table in (([2, 1], 12, reads), ([4], 12, reads), ([3], 11, reads), ([3], 12, reads[:-1])):
+    for ends, out, table, rows in (
+        ([2, 1], room, reads, several),
+        ([4], room, reads, several),
+        ([3], room - 1, reads, several),
+        ([3], room, reads[:-1], several),
+        ([3], room, reads, several.ravel()[:-1]),
+    ):
         with pytest.raises(ValueError, match="utf8_forms"):
-            call(ends, out, table)
+            call(ends, out, table, rows)
 
 
 def test_utf8_forms_reads_its_ends_before_it_writes() -> None:
@@ -466,10 +480,27 @@ def test_utf8_forms_reads_its_ends_before_it_writes() -> None:
     # is meaningless, but nothing outside the buffers is touched.
     from simdedup import _textcore
 
-    reads, folds = compiled_text_module._READS, compiled_text_module._FOLDS
-    ends = np.arange(1, 17, dtype=np.int64) * 2
+    tables = (compiled_text_module._READS, compiled_text_module._FOLDS, compiled_text_module._SEVERAL)
+    shared = np.zeros(48, np.int64)  # 384 bytes: room for 32 code points
+    ends = shared[:16]
+    ends[:] = np.arange(1, 17) * 2
     out_ends, flags = np.zeros(16, np.int64), np.zeros(16, np.uint8)
-    _textcore.utf8_forms(
-        np.full(32, 0x41, np.uint32), ends, reads, folds, ends.view(np.uint8), out_ends, flags
-    )
+    _textcore.utf8_forms(np.full(32, 0x41, np.uint32), ends, *tables, shared.view(np.uint8), out_ends, flags)
     assert out_ends.tolist() == list(range(2, 33, 2)) and not flags.any()
+
+
+def test_every_fold_into_several_characters_reads_as_the_numpy_path_reads_it() -> None:
+    # ß into ss, İ into i and a combining dot, ΐ into three: the compiled loop writes
+    # each piece as it reads it (a separator as a space), from the first batch on.
+    several = [chr(c) for c in range(0x110000) if len(chr(c).casefold()) > 1]
+    assert len(several) >= 100
+    texts = [t for c in several for t in (c, f"a{c}b", f"Word {c}{c} ß {c.upper()} ДОМ {c.lower()}")]
+    texts += [" ".join(["alpha", "Beta" + c, "GAMMA", "Ωmega"] * 10) for c in several[::7]]
+    s, hasher = Settings(), FeatureHasher(64)
+    assert len(compiled_text_module.core_spans(texts)[0]) == len(texts)  # all read by the core
+    for size in (len(texts), 7):
+        for i in range(0, len(texts), size):
+            batch = texts[i : i + size]
+            fps, sketches, heads = fingerprints_and_sketches(batch, s, hasher, compiled=True)
+            numpy_fps, numpy_sketches, numpy_heads = fingerprints_and_sketches(batch, s, hasher)
+            assert (fps, heads) == (numpy_fps, numpy_heads) and np.array_equal(sketches, numpy_sketches)
