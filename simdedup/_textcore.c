@@ -616,7 +616,7 @@ static PyObject *utf8_forms(PyObject *self, PyObject *args) {
                 said |= FOLDS_INTO_SEVERAL;
             } else if (into & SEVERAL_MARK) {
                 int64_t r = into & ~SEVERAL_MARK;
-                if (r >= rows) {
+                if (r >= rows || !row[SEVERAL_MOST * r]) { /* no such row, or one not written */
                     said |= HAS_NOT_READ;
                     continue;
                 }

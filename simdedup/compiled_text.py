@@ -19,6 +19,7 @@ served only runs large enough to repay that).
 
 from __future__ import annotations
 
+import threading
 import unicodedata
 from collections.abc import Sequence
 
@@ -203,24 +204,28 @@ _SEVERAL_ROW = 0x80000000
 #: its texts are folded whole in Python (_past_ascii).
 _SEVERAL = np.zeros((256, _SEVERAL_MOST), np.uint32)
 _several_rows = 0
+_LEARNING = threading.Lock()
 
 
 def _learn(new: np.ndarray) -> None:
-    """core_reads of these code points into the tables, and of what each folds into."""
+    """core_reads of these code points into the tables, and of what each folds into.
+    One thread at a time: two taking one row of _SEVERAL each left a fold a row of
+    zeros, and its character was not written (a review)."""
     global _several_rows
-    for c in new.tolist():
-        if _READS[c] != _UNSEEN:  # learnt as what another folds into
-            continue
-        _READS[c] = core_reads(chr(c))
-        if _READS[c] != TO_FOLD:
-            continue
-        fold = chr(c).casefold()
-        for piece in fold:
-            if _READS[ord(piece)] == _UNSEEN:
-                _READS[ord(piece)] = core_reads(piece)
-        if len(fold) == 1:
-            _FOLDS[c] = ord(fold)
-        elif len(fold) <= _SEVERAL_MOST and _several_rows < len(_SEVERAL):
-            _SEVERAL[_several_rows, : len(fold)] = [ord(piece) for piece in fold]
-            _FOLDS[c] = _SEVERAL_ROW | _several_rows
-            _several_rows += 1
+    with _LEARNING:
+        for c in new.tolist():
+            if _READS[c] != _UNSEEN:  # learnt as what another folds into, or by another thread
+                continue
+            reads = core_reads(chr(c))
+            fold = chr(c).casefold()
+            if reads == TO_FOLD:
+                for piece in fold:
+                    if _READS[ord(piece)] == _UNSEEN:
+                        _READS[ord(piece)] = core_reads(piece)
+                if len(fold) == 1:
+                    _FOLDS[c] = ord(fold)
+                elif len(fold) <= _SEVERAL_MOST and _several_rows < len(_SEVERAL):
+                    _SEVERAL[_several_rows, : len(fold)] = [ord(piece) for piece in fold]
+                    _FOLDS[c] = _SEVERAL_ROW | _several_rows
+                    _several_rows += 1
+            _READS[c] = reads  # last: the loop reads _FOLDS[c] only for a TO_FOLD

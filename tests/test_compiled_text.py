@@ -504,3 +504,19 @@ def test_every_fold_into_several_characters_reads_as_the_numpy_path_reads_it() -
             fps, sketches, heads = fingerprints_and_sketches(batch, s, hasher, compiled=True)
             numpy_fps, numpy_sketches, numpy_heads = fingerprints_and_sketches(batch, s, hasher)
             assert (fps, heads) == (numpy_fps, numpy_heads) and np.array_equal(sketches, numpy_sketches)
+
+
+def test_utf8_forms_does_not_read_a_fold_through_a_row_not_written() -> None:
+    # A row of zeros (two threads took one row each and wrote one: a review) left the
+    # character out without a word; the text is now left to the numpy path.
+    from simdedup import _textcore
+
+    reads, folds = compiled_text_module._READS.copy(), np.zeros(0x110000, np.uint32)
+    reads[ord("ß")] = features_module.TO_FOLD
+    folds[ord("ß")] = compiled_text_module._SEVERAL_ROW | 5  # a row of zeros
+    codes = np.frombuffer("aßb".encode("utf-32-le"), "<u4")
+    out, ends, flags = np.zeros(36, np.uint8), np.zeros(1, np.int64), np.zeros(1, np.uint8)
+    _textcore.utf8_forms(
+        codes, np.array([3], np.int64), reads, folds, np.zeros((8, 3), np.uint32), out, ends, flags
+    )
+    assert flags.tolist() == [1]
