@@ -38,10 +38,15 @@ def ascii_batch(
     > 0, else none (exact sketches for texts of 1 to sketch_exact distinct shingles:
     sketch.OnePermutation). done[i] is False for a text the numpy path must do instead (a word
     longer than xxh3.VECTORIZED_MAX bytes); its other results are meaningless."""
+    data, starts, ends = _ascii_spans(texts)
+    return text_spans(data, starts, ends, heads, sketch_bins, sketch_bits, sketch_exact)
+
+
+def _ascii_spans(texts: Sequence[str]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """(data, starts, ends): ASCII texts joined by spaces, and where each is in it."""
     lengths = np.fromiter(map(len, texts), np.int64, len(texts))
     starts = np.cumsum(lengths + 1) - lengths - 1
-    data = " ".join(texts).encode("ascii")
-    return text_spans(data, starts, starts + lengths, heads, sketch_bins, sketch_bits, sketch_exact)
+    return " ".join(texts).encode("ascii"), starts, starts + lengths
 
 
 def text_spans(
@@ -129,10 +134,7 @@ def core_spans(texts: Sequence[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.
     if not (plain or other):
         return np.zeros(0, np.int64), b"", np.zeros(0, np.int64), np.zeros(0, np.int64)
     starts, ends = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    data = " ".join(texts[i] for i in plain).encode("ascii")
-    lengths = np.fromiter((len(texts[i]) for i in plain), np.int64, len(plain))
-    starts[plain] = np.cumsum(lengths + 1) - lengths - 1
-    ends[plain] = starts[plain] + lengths
+    data, starts[plain], ends[plain] = _ascii_spans([texts[i] for i in plain])
     if other:
         rows, utf8, other_starts, other_ends = _past_ascii([texts[i] for i in other])
         read = [other[j] for j in rows.tolist()]
@@ -152,7 +154,7 @@ _UNSEEN = 255
 _HAS_NOT_READ, _FOLDS_INTO_SEVERAL, _HAS_UNSEEN = 1, 2, 4
 
 
-def _past_ascii(forms: list[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
+def _past_ascii(forms: list[str]) -> tuple[np.ndarray, bytes | np.ndarray, np.ndarray, np.ndarray]:
     """core_spans of texts past ASCII: (the ones read, their UTF-8, where each starts and
     ends in it). A text not in NFKC (rare but for Chinese), or with a character whose
     case fold is several and has no row of _SEVERAL, is normalized whole, as
@@ -173,7 +175,7 @@ def _past_ascii(forms: list[str]) -> tuple[np.ndarray, bytes, np.ndarray, np.nda
     return np.flatnonzero(read), utf8, starts[read], ends[read]
 
 
-def _utf8(forms: list[str]) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+def _utf8(forms: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(utf8, starts, ends, flags): utf8_forms of the texts, one after another."""
     codes = np.frombuffer("".join(forms).encode("utf-32-le", "surrogatepass"), "<u4")
     code_ends = np.cumsum(np.fromiter(map(len, forms), np.int64, len(forms)))
@@ -187,7 +189,7 @@ def _utf8(forms: list[str]) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
         _learn(np.unique(codes[_READS[codes] == _UNSEEN]))
         utf8_forms(codes, code_ends, _READS, _FOLDS, _SEVERAL, out, ends, flags)
     starts = np.concatenate([[0], ends[:-1]])
-    return out[: ends[-1] if len(ends) else 0].tobytes(), starts, ends, flags
+    return out[: ends[-1] if len(ends) else 0], starts, ends, flags  # joined into bytes by core_spans
 
 
 #: The tables utf8_forms reads code points through: features.core_reads of each code
@@ -217,8 +219,8 @@ def _learn(new: np.ndarray) -> None:
             if _READS[c] != _UNSEEN:  # learnt as what another folds into, or by another thread
                 continue
             reads = core_reads(chr(c))
-            fold = chr(c).casefold()
             if reads == TO_FOLD:
+                fold = chr(c).casefold()
                 for piece in fold:
                     if _READS[ord(piece)] == _UNSEEN:
                         _READS[ord(piece)] = core_reads(piece)
