@@ -35,7 +35,6 @@ from .dedup import (
     candidates_of,
     checked_documents,
     crowded_batch,
-    split_batch,
 )
 from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
@@ -488,10 +487,19 @@ class VerifyingDeduplicator(Deduplicator):
             return decisions
         bits, k = self.settings.bits, self.index.distance
         fparray = fingerprint_array([fps[i] for i in present], bits)
+        # A crowded batch has too many pairs within it to walk (a flood of near copies, a
+        # template's lines, a site's pages with one head): those that can decide are
+        # found once its search is made, below. One whose first rows crowd already is
+        # not paired whole (a flood's 4,096 lines made 8.4M pairs).
+        crowded = False
         if not self.crowd:
-            first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
-            if crowded_batch(len(first), len(present)) or _heads_crowd(heads, present):
-                return split_batch(self, docs, fps, given)
+            first, second, pair_ds = near_pair_arrays(
+                fparray[:CROWD_SAMPLE], bits, k, compiled=self.index.compiled
+            )
+            crowded = crowded_batch(len(first), min(len(present), CROWD_SAMPLE))
+            if not crowded and len(present) > CROWD_SAMPLE:
+                first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
+            crowded = crowded or crowded_batch(len(first), len(present)) or _heads_crowd(heads, present)
         mine, has_mine = self._batch_sketches(docs, present, sketches)
         # Once the indexes are large, the head index is searched in one thread and half
         # of the other index's tables in another, beside this one's half: most of those
@@ -505,7 +513,7 @@ class VerifyingDeduplicator(Deduplicator):
         with _beside() if beside_pays else contextlib.nullcontext() as beside:
             # (with crowds, once the batch is known not to be decided in pieces: a crowded
             # batch's heads are as crowded, and took hundreds of MB to pair)
-            later = beside.submit(heads_of) if beside is not None and not self.crowd else None
+            later = beside.submit(heads_of) if beside is not None and not (self.crowd or crowded) else None
             # Candidates that verify: kept rows (q, rows), and earlier documents of this
             # batch (second is a candidate duplicate of first).
             search = self._search_kept(fparray, mine, has_mine, beside, searched)
@@ -513,6 +521,26 @@ class VerifyingDeduplicator(Deduplicator):
             # Exact copies among the unindexed rows, as the search verifies the indexed ones.
             copies = self._copies_of(fparray.reshape(len(fparray), -1), mine, has_mine)
             q, rows, ds, sims = (np.concatenate(x) for x in zip((q, rows, ds, sims), copies))
+            if crowded:
+                # A document that verifies with a kept row is a duplicate, whatever the
+                # batch decides, so no later one can be its duplicate (nor its head count
+                # in a crowd of kept ones): only the pairs whose first is not one can
+                # decide. Of a flood of near copies, once one of them is kept, that
+                # leaves few; a batch still crowded is decided in halves, one after the
+                # other, each with its part of this search.
+                resolved = np.zeros(len(present), bool)
+                resolved[q] = True
+                if resolved.any():
+                    first, second, pair_ds = near_pairs_after(
+                        fparray, ~resolved, bits, k, self.index.compiled
+                    )
+                if not resolved.any() or (
+                    crowded_batch(len(first), len(present)) or _heads_crowd(heads, present, resolved)
+                ):
+                    halves = [0, len(present) // 2]
+                    return self._decide_in_pieces(docs, fps, given, present, halves, search)
+                heads_of = partial(heads_of, resolved=resolved)
+                later = beside.submit(heads_of) if beside is not None else None
             if self.crowd:  # the pairs in the batch, once its crowded documents are known
                 first, second, pair_ds = self._batch_pairs(fparray, mine, has_mine, seen >= self.crowd)
                 if crowded_batch(len(first), len(present)):  # in pieces that are not
@@ -627,7 +655,7 @@ class VerifyingDeduplicator(Deduplicator):
         sims, seen): only the indexed rows added since are searched."""
         if searched is not None:
             since, *found, seen = searched
-            seen = seen.copy()
+            seen = None if seen is None else seen.copy()
             added = since + np.flatnonzero(~self.index.unindexed_array(since))
             if len(added):
                 among = BlockIndex(self.settings.bits, self.index.distance)
@@ -694,7 +722,14 @@ class VerifyingDeduplicator(Deduplicator):
         starts = [0, *(present[pos] for pos in pieces[1:])]
         for lo, hi, start, end in zip(pieces, [*pieces[1:], len(present)], starts, [*starts[1:], len(docs)]):
             mine = np.flatnonzero((q >= lo) & (q < hi))
-            part = (since, q[mine] - lo, rows[mine], ds[mine], sims[mine], seen[lo:hi])
+            part = (
+                since,
+                q[mine] - lo,
+                rows[mine],
+                ds[mine],
+                sims[mine],
+                None if seen is None else seen[lo:hi],
+            )
             at = list(range(start, end))
             decisions += self._decide_batch(
                 [docs[i] for i in at], [fps[i] for i in at], *self._take(given, at), searched=part
@@ -917,7 +952,10 @@ class _Heads:
         mine: np.ndarray,
         has_mine: np.ndarray,
         batch: bool = True,
+        resolved: np.ndarray | None = None,
     ) -> _Heads:
+        """`resolved` (a bool a present position): documents known to be duplicates
+        already, which no later head pairs with."""
         bits, k = dd.settings.bits, dd.index.distance
         if heads is None:
             heads = _heads_of(docs, dd.settings, dd.hashfunc)
@@ -943,8 +981,11 @@ class _Heads:
         sims = dd._similarities(mine, has_mine, q, dd._sketches, dd._has, rows, ds)
         earlier: dict[int, np.ndarray] = {}
         if batch and len(pos) > 1:
-            # the pairs whose earlier head may be calm: another never counts, nor finds
-            first, second, _ = near_pairs_after(fps, crowd <= HEAD_CROWD, bits, k, dd.index.compiled)
+            # the pairs whose earlier head may be calm and kept: another never counts, nor finds
+            may = crowd <= HEAD_CROWD
+            if resolved is not None:
+                may &= ~resolved[pos]
+            first, second, _ = near_pairs_after(fps, may, bits, k, dd.index.compiled)
             first, second = pos[first], pos[second]
             order = np.argsort(second, kind="stable")
             first, second = first[order], second[order]
@@ -1145,14 +1186,25 @@ class _Prefixes:
             self.held[g] += 1
 
 
-def _heads_crowd(heads: Sequence[int | None] | None, present: list[int]) -> bool:
+def _heads_crowd(
+    heads: Sequence[int | None] | None, present: list[int], resolved: np.ndarray | None = None
+) -> bool:
     """Whether the batch's equal heads alone make it crowded_batch: pages of one site's
     boilerplate share their head, and a batch of 4,096 paired them all (8.4M pairs, a
-    trial's 0.94 GB), where whole fingerprints, 120 words of 600 apart, were not near."""
+    trial's 0.94 GB), where whole fingerprints, 120 words of 600 apart, were not near.
+    `resolved` (a bool a present position): the pairs whose first is one do not count."""
     if heads is None:  # made later, from the texts (_Heads.of)
         return False
-    counts = Counter(head for i in present if (head := heads[i]) is not None)
-    return crowded_batch(sum(c * (c - 1) // 2 for c in counts.values()), len(present))
+    if resolved is None:
+        counts = Counter(head for i in present if (head := heads[i]) is not None)
+        return crowded_batch(sum(c * (c - 1) // 2 for c in counts.values()), len(present))
+    earlier: Counter[int] = Counter()  # of each head, the positions so far not resolved
+    pairs = 0
+    for i, done in zip(present, resolved.tolist()):
+        if (head := heads[i]) is not None:
+            pairs += earlier[head]
+            earlier[head] += not done
+    return crowded_batch(pairs, len(present))
 
 
 def _no_pairs() -> tuple[np.ndarray, ...]:
@@ -1180,6 +1232,9 @@ def _beside() -> ThreadPoolExecutor:
 
 
 HEAD_THREAD = "simdedup-heads"
+#: A batch's first rows, paired to tell whether it crowds (crowded_batch) before all of
+#: it is.
+CROWD_SAMPLE = 512
 #: Documents a batch holds, at least, for _beside's threads to search it: `filter` of
 #: 2,000 lines written 5 ms apart, a batch each, took 3.49 s of CPU with them, 2.86 s
 #: without.

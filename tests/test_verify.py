@@ -8,6 +8,7 @@ import pickle
 import random
 import sys
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import hypothesis
@@ -967,6 +968,19 @@ def test_a_copy_is_found_in_its_batch_when_an_earlier_copy_was_a_duplicate_by_it
     assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
 
 
+def pieces_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The documents of each batch VerifyingDeduplicator decides in pieces, as it does."""
+    halves: list[int] = []
+    in_pieces = VerifyingDeduplicator._decide_in_pieces
+
+    def pieces(dd: VerifyingDeduplicator, docs: list[Document], *rest: object) -> list[object]:
+        halves.append(len(docs))
+        return in_pieces(dd, docs, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(VerifyingDeduplicator, "_decide_in_pieces", pieces)
+    return halves
+
+
 @pytest.mark.parametrize(("verify", "crowd"), [(True, 0), (True, 1024), (False, 0)])
 def test_a_batch_of_templated_pages_is_decided_in_halves_as_one_at_a_time(
     verify: bool, crowd: int, monkeypatch: pytest.MonkeyPatch
@@ -975,21 +989,14 @@ def test_a_batch_of_templated_pages_is_decided_in_halves_as_one_at_a_time(
     pair within the batch was a candidate in Python, and 4,096 such pages took 35 s and
     9 GB (a review). A batch that crowded is decided in halves (with crowds on: in
     pieces, after one search), which must be the definition's decisions."""
-    halves: list[int] = []
+    halves = pieces_counted(monkeypatch)
     split = dedup_module.split_batch
-    in_pieces = VerifyingDeduplicator._decide_in_pieces
 
     def counted(dd: Deduplicator, docs: list[Document], *rest: object) -> list[object]:
         halves.append(len(docs))
         return split(dd, docs, *rest)  # type: ignore[arg-type]
 
-    def pieces(dd: VerifyingDeduplicator, docs: list[Document], *rest: object) -> list[object]:
-        halves.append(len(docs))
-        return in_pieces(dd, docs, *rest)  # type: ignore[arg-type]
-
     monkeypatch.setattr(dedup_module, "split_batch", counted)
-    monkeypatch.setattr(verify_module, "split_batch", counted)
-    monkeypatch.setattr(VerifyingDeduplicator, "_decide_in_pieces", pieces)
     rng = random.Random(31)
     settings = Settings()
     if verify:  # texts: copies of a template with 2 to 6 words changed, every 7th with 60
@@ -1027,14 +1034,7 @@ def test_a_batch_of_pages_of_one_boilerplate_is_decided_in_halves_as_one_at_a_ti
     their heads are one, their whole fingerprints far apart, so the batch was not split
     and every pair of heads was paired (4,096 such pages: 0.94 GB, a trial; 55 MB now).
     Equal heads alone split it, into the definition's decisions."""
-    halves: list[int] = []
-    split = dedup_module.split_batch
-
-    def counted(dd: Deduplicator, docs: list[Document], *rest: object) -> list[object]:
-        halves.append(len(docs))
-        return split(dd, docs, *rest)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(verify_module, "split_batch", counted)
+    halves = pieces_counted(monkeypatch)
     rng = random.Random(32)
     vocabulary = [f"w{i}" for i in range(5000)]
     site = [rng.choice(vocabulary) for _ in range(480)]
@@ -1052,6 +1052,72 @@ def test_a_batch_of_pages_of_one_boilerplate_is_decided_in_halves_as_one_at_a_ti
     assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
     assert halves and halves[0] == len(batch)  # its heads crowded it, and it was split
     assert sum(status == "duplicate" for status, *_ in expected) == 20
+
+
+@pytest.mark.parametrize("mix", ["flood", "flood and pages of one head", "flood and twins"])
+def test_a_flood_of_near_copies_once_one_is_kept_is_decided_whole_as_one_at_a_time(
+    mix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines that are each a word or two off one line are all near each other: every
+    batch of them crowded, and was halved down to pieces of 32-63 lines, each paired
+    whole (100,000 such lines: 9 s, against 2 s now). A document that verifies with a
+    kept row is a duplicate whatever the batch decides, so once one of the flood is
+    kept, later batches have few pairs that can decide, and are decided whole: the
+    definition's decisions, with pages of one head among them (they still crowd by
+    their heads) or copies of the same line (twins)."""
+    halves = pieces_counted(monkeypatch)
+    paired: list[int] = []  # the pairs within a batch found by fingerprint or by head
+    pairs_after = verify_module.near_pairs_after
+
+    def counted(*args: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
+        made = pairs_after(*args, **kwargs)
+        paired.append(len(made[0]))
+        return made
+
+    monkeypatch.setattr(verify_module, "near_pairs_after", counted)
+    rng = random.Random(33)
+    vocabulary = [f"w{i}" for i in range(3000)]
+    line = [rng.choice(vocabulary) for _ in range(100)]
+    site = [rng.choice(vocabulary) for _ in range(480)]
+
+    def flood(n: int) -> list[str]:
+        texts = []
+        for _ in range(n):
+            words = list(line)
+            for _ in range(rng.randint(1, 2)):
+                words[rng.randrange(len(words))] = rng.choice(vocabulary)
+            texts.append(" ".join(words))
+        return texts
+
+    batches = [flood(200), flood(200)]
+    if mix == "flood and pages of one head":  # pages unlike each other but by their head
+        pages = [" ".join(site + [rng.choice(vocabulary) for _ in range(120)]) for _ in range(150)]
+        batches[1] = batches[1][:100] + pages + batches[1][100:] + pages[:10]
+    elif mix == "flood and twins":
+        batches[1] += batches[1][:60] + batches[0][:20]
+    settings = Settings()
+    dd = VerifyingDeduplicator(settings)
+    for n, texts in enumerate(batches):
+        batch = docs(*texts)
+        fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
+        heads = [head_of(d) for d in batch]
+        expected = one_at_a_time(dd, batch, fps, text_sketches(texts), heads)
+        halves.clear()
+        paired.clear()
+        got = dd.decide_many(batch, fps, text_sketches(texts), heads)
+        assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+        assert sum(status == "duplicate" for status, *_ in expected) > 150
+        if n == 0:
+            assert halves and halves[0] == len(batch)  # it crowded, and nothing was kept yet
+        elif mix == "flood and pages of one head":
+            assert halves and halves[0] == len(batch)  # the pages' heads crowd it still
+        else:
+            assert not halves  # decided whole
+            # and its heads too were paired only where the earlier one can decide (all
+            # of them: 100,000 lines took 292 s and 9.7 GB)
+            assert paired and max(paired) < 4 * len(batch)  # of 19,900
+    if mix == "flood and pages of one head":
+        assert sum(status == "unique" for status, *_ in expected) >= 150
 
 
 @pytest.mark.parametrize("layout", ["footer", "four in a row", "first alone"])
