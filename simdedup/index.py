@@ -1028,13 +1028,26 @@ def _matrix_pairs(queries: np.ndarray, words: np.ndarray, k: int) -> tuple[np.nd
     return q.astype(np.int64), j.astype(np.int64), d[q, j].astype(np.int64)
 
 
-def _matrix_all_pairs(words: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
-    """near_pair_arrays by comparing every pair, some rows' pairs at a time."""
+def _matrix_all_pairs(words: np.ndarray, k: int, firsts: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """near_pair_arrays by comparing every pair, some rows' pairs at a time; of the
+    pairs whose i is one of `firsts` (ascending rows), if given."""
+    firsts = np.arange(len(words)) if firsts is None else firsts
     step = max(1, MATRIX_CELLS // max(1, len(words)))
     found = [_EMPTY]
-    for lo in range(0, len(words), step):
-        q, j, d = _matrix_pairs(words[lo : lo + step], words, k)
-        after = j > q + lo
-        found.append((q[after] + lo, j[after], d[after]))
+    for lo in range(0, len(firsts), step):
+        rows = firsts[lo : lo + step]
+        q, j, d = _matrix_pairs(words[rows], words, k)
+        i = rows[q]
+        after = j > i
+        found.append((i[after], j[after], d[after]))
     i, j, d = (np.concatenate(x) for x in zip(*found))
     return i, j, d
+
+
+def brute_pairs_after(
+    fps: np.ndarray, bits: int, distance: int, firsts: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """near_pair_arrays' (i, j, d) whose i is one of `firsts` (ascending rows), by
+    comparing each with every fingerprint, some at a time: as a Layout.brute_force
+    index would, with its memory bound (MATRIX_CELLS)."""
+    return _matrix_all_pairs(_words(fps, bits), distance, firsts)

@@ -38,7 +38,7 @@ from .dedup import (
 )
 from .features import normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
-from .index import BlockIndex, distances, fingerprint_array, near_pair_arrays
+from .index import BlockIndex, Layout, brute_pairs_after, distances, fingerprint_array, near_pair_arrays
 from .prefixes import PREFIX_CROWD, PrefixIndex, pairs_in_groups, prefixes
 from .read import Document
 from .settings import CROWD, HEAD_CROWD, MIN_JACCARD, Settings
@@ -491,15 +491,17 @@ class VerifyingDeduplicator(Deduplicator):
         # template's lines, a site's pages with one head): those that can decide are
         # found once its search is made, below. One whose first rows crowd already is
         # not paired whole (a flood's 4,096 lines made 8.4M pairs).
-        crowded = False
+        pairs_crowd = False
         if not self.crowd:
             first, second, pair_ds = near_pair_arrays(
                 fparray[:CROWD_SAMPLE], bits, k, compiled=self.index.compiled
             )
-            crowded = crowded_batch(len(first), min(len(present), CROWD_SAMPLE))
-            if not crowded and len(present) > CROWD_SAMPLE:
+            pairs_crowd = crowded_batch(len(first), min(len(present), CROWD_SAMPLE))
+            if not pairs_crowd and len(present) > CROWD_SAMPLE:
                 first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
-            crowded = crowded or crowded_batch(len(first), len(present)) or _heads_crowd(heads, present)
+            pairs_crowd = (
+                pairs_crowd or crowded_batch(len(first), len(present)) or _heads_crowd(heads, present)
+            )
         mine, has_mine = self._batch_sketches(docs, present, sketches)
         # Once the indexes are large, the head index is searched in one thread and half
         # of the other index's tables in another, beside this one's half: most of those
@@ -513,15 +515,17 @@ class VerifyingDeduplicator(Deduplicator):
         with _beside() if beside_pays else contextlib.nullcontext() as beside:
             # (with crowds, once the batch is known not to be decided in pieces: a crowded
             # batch's heads are as crowded, and took hundreds of MB to pair)
-            later = beside.submit(heads_of) if beside is not None and not (self.crowd or crowded) else None
+            later = (
+                beside.submit(heads_of) if beside is not None and not (self.crowd or pairs_crowd) else None
+            )
             # Candidates that verify: kept rows (q, rows), and earlier documents of this
             # batch (second is a candidate duplicate of first).
-            search = self._search_kept(fparray, mine, has_mine, beside, searched)
+            search = self._search_kept(fparray, mine, has_mine, beside, searched, sliced=pairs_crowd)
             q, rows, ds, sims, seen = search
             # Exact copies among the unindexed rows, as the search verifies the indexed ones.
             copies = self._copies_of(fparray.reshape(len(fparray), -1), mine, has_mine)
             q, rows, ds, sims = (np.concatenate(x) for x in zip((q, rows, ds, sims), copies))
-            if crowded:
+            if pairs_crowd:
                 # A document that verifies with a kept row is a duplicate, whatever the
                 # batch decides, so no later one can be its duplicate (nor its head count
                 # in a crowd of kept ones): only the pairs whose first is not one can
@@ -530,13 +534,15 @@ class VerifyingDeduplicator(Deduplicator):
                 # other, each with its part of this search.
                 resolved = np.zeros(len(present), bool)
                 resolved[q] = True
-                if resolved.any():
+                ahead = ~resolved[:CROWD_SAMPLE]  # (its first rows again, as above)
+                sample = near_pairs_after(fparray[:CROWD_SAMPLE], ahead, bits, k, self.index.compiled)[0]
+                still = not resolved.any() or crowded_batch(len(sample), len(ahead))
+                if not still:
                     first, second, pair_ds = near_pairs_after(
                         fparray, ~resolved, bits, k, self.index.compiled
                     )
-                if not resolved.any() or (
-                    crowded_batch(len(first), len(present)) or _heads_crowd(heads, present, resolved)
-                ):
+                    still = crowded_batch(len(first), len(present)) or _heads_crowd(heads, present, resolved)
+                if still:
                     halves = [0, len(present) // 2]
                     return self._decide_in_pieces(docs, fps, given, present, halves, search)
                 heads_of = partial(heads_of, resolved=resolved)
@@ -646,11 +652,12 @@ class VerifyingDeduplicator(Deduplicator):
         has_mine: np.ndarray,
         beside: ThreadPoolExecutor | None,
         searched: tuple[Any, ...] | None = None,
+        sliced: bool = False,
     ) -> tuple[Any, ...]:
         """(q, rows, ds, sims, seen): _verified_kept's, half of it in `beside`, and how
         many indexed kept rows each query met, verified or not (also added to `met`);
         without crowds, only their total is counted (a bincount of millions of pairs a
-        batch cost 5-10% where documents crowd), and `seen` is None.
+        batch cost 5-10% where documents crowd), and `seen` is None, but where `sliced`.
         `searched`: the same made when the index held `since` rows, (since, q, rows, ds,
         sims, seen): only the indexed rows added since are searched."""
         if searched is not None:
@@ -660,21 +667,25 @@ class VerifyingDeduplicator(Deduplicator):
             if len(added):
                 among = BlockIndex(self.settings.bits, self.index.distance)
                 among.add_many(fingerprint_array(self.index.rows_of(added), self.settings.bits))
-                q, at, ds = among.search(fparray, ordered=False)
-                more = self._verified(mine, has_mine, seen, (q, added[at], ds))
-                found = [np.concatenate(x) for x in zip(found, more)]
-                self.met += len(q)
+                cuts = _cuts(among.candidates(fparray), MATCH_CANDIDATES)  # as below
+                for lo, hi in zip(cuts, cuts[1:]):
+                    q, at, ds = among.search(fparray[lo:hi], ordered=False)
+                    part = None if seen is None else seen[lo:hi]
+                    more = self._verified(mine[lo:hi], has_mine[lo:hi], part, (q, added[at], ds))
+                    found = [np.concatenate(x) for x in zip(found, (more[0] + lo, *more[1:]))]
+                    self.met += len(q)
             return (*found, seen)
-        if not self.crowd:
+        if not (self.crowd or sliced):
             total = np.zeros(1, np.int64)
             found = self._search_beside(fparray, mine, has_mine, beside, total)
             self.met += int(total[0])
             self.searched += len(fparray)
             return (*found, None)
-        # With crowds a crowded batch is searched whole, before it is cut in pieces: in
-        # slices of at most MATCH_CANDIDATES candidates (BlockIndex.candidates), as
-        # match_many, so that its pairs are held a slice at a time (at 128 bits numpy
-        # holds every candidate before it compares them: 4.7 GB for 10,000 CSV rows).
+        # A crowded batch is searched whole, before it is cut in pieces: in slices of at
+        # most MATCH_CANDIDATES candidates (BlockIndex.candidates), as match_many, so
+        # that its pairs are held a slice at a time (at 128 bits numpy holds every
+        # candidate before it compares them: 4.7 GB for 10,000 CSV rows; whole, 25,000
+        # CSV rows took 1.57 GB, 4,096 of them against each kept one).
         seen = np.zeros(len(fparray), np.int64)
         cuts = _cuts(self.index.candidates(fparray), MATCH_CANDIDATES)
         parts = []
@@ -912,12 +923,15 @@ class VerifyingDeduplicator(Deduplicator):
         sims: np.ndarray,
     ) -> None:
         """Sets to -1.0 the similarities that reach min_jaccard of pairs too small to
-        verify on it (too_few_bins). The few that reach it (about as many as the
-        duplicates) have their sketches gathered."""
+        verify on it (too_few_bins). Those that reach it have their sketches gathered, a
+        slice at a time: usually about as many as the duplicates, but a flood of near
+        copies verify with each other (100,000 lines a word off one line: 393 MB whole,
+        where their decisions took 186 MB)."""
         reach = np.flatnonzero(sims >= self.min_jaccard)
-        if len(reach):
-            small = too_few_bins(self.sketcher, a[a_rows[reach]], b[b_rows[reach]], ds[reach])
-            sims[reach[small]] = -1.0
+        for lo in range(0, len(reach), PAIR_SLICE):
+            at = reach[lo : lo + PAIR_SLICE]
+            small = too_few_bins(self.sketcher, a[a_rows[at]], b[b_rows[at]], ds[at])
+            sims[at[small]] = -1.0
 
 
 @dataclass
@@ -963,15 +977,26 @@ class _Heads:
         fps = fingerprint_array([heads[present[p]] for p in pos.tolist()], bits)
         # A head's pairs past the crowd are counted, not kept (a crowded batch of `index
         # query` held them all: 4,096 CSV rows' heads against 50,000 took 3 GB, a review).
+        # Without the compiled loops (128 bits) a search holds every candidate of its
+        # queries before it compares them: the queries go a slice of MATCH_CANDIDATES
+        # candidates at a time (a crowded batch of 4,096 short lines took 1.1 GB whole).
         crowd = np.zeros(len(pos), np.int64)
+        slices = [0, len(pos)]
+        if not dd.head_index.compiled:
+            slices = _cuts(dd.head_index.candidates(fps), MATCH_CANDIDATES)
+        found = [_NONE_FOUND]
+        for lo, hi in zip(slices, slices[1:]):
+            part = crowd[lo:hi]
 
-        def calm_ones(pairs: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-            q, rows, d = pairs
-            crowd[:] += np.bincount(q, minlength=len(pos))
-            calm = crowd[q] <= HEAD_CROWD
-            return q[calm], rows[calm], d[calm]
+            def calm_ones(pairs: tuple[np.ndarray, ...], part: np.ndarray = part) -> tuple[np.ndarray, ...]:
+                q, rows, d = pairs
+                part += np.bincount(q, minlength=len(part))
+                calm = part[q] <= HEAD_CROWD
+                return q[calm], rows[calm], d[calm]
 
-        hq, hrows, _ = dd.head_index.search(fps, ordered=False, keep=calm_ones)
+            q, rows, _ = dd.head_index.search(fps[lo:hi], ordered=False, keep=calm_ones)
+            found.append((q + lo, rows))
+        hq, hrows = (np.concatenate(x) for x in zip(*found))
         crowd_in_index = np.zeros(len(present), np.int64)
         crowd_in_index[pos] = crowd
         # Kept rows: verified, and only for heads that may be calm (the rest never are).
@@ -1027,6 +1052,7 @@ class _Heads:
 
 
 _NONE = np.zeros(0, np.int64)
+_NONE_FOUND = (_NONE, _NONE)
 
 
 @dataclass
@@ -1259,6 +1285,12 @@ def near_pairs_after(
         from .compiled import cross_pairs
 
         second, found, ds = cross_pairs(fparray, fparray[chosen], k)
+    elif Layout.for_(bits, k).brute_force:  # numpy's index would hold every pair at once
+        return brute_pairs_after(fparray, bits, k, chosen)
+    elif 2 * len(chosen) > len(fparray):  # numpy's index of the chosen would hold them twice
+        first, second, ds = near_pair_arrays(fparray, bits, k, compiled=compiled)
+        mine = firsts[first]
+        return first[mine], second[mine], ds[mine]
     else:
         among = BlockIndex(bits, k)
         among.add_many(fparray[chosen])
