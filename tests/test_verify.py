@@ -885,10 +885,10 @@ def test_a_crowded_batch_is_searched_in_slices_and_decided_as_the_brute_force_de
 
     monkeypatch.setattr(VerifyingDeduplicator, "_verified", counted)
     settings = Settings()
-    batch, fps, sketches = few_word_batch(random.Random(seed), 800)
-    for cuts in ([0, 500, 800], [0, 800]):  # the last batch against kept rows, or alone
+    batch, fps, sketches = few_word_batch(random.Random(seed), 700)
+    expected = one_at_a_time(VerifyingDeduplicator(settings), batch, fps, sketches)
+    for cuts in ([0, 400, 700], [0, 700]):  # the last batch against kept rows, or alone
         dd = VerifyingDeduplicator(settings)
-        expected = one_at_a_time(dd, batch, fps, sketches)
         got = []
         for lo, hi in zip(cuts, cuts[1:]):
             found.clear()
