@@ -491,7 +491,7 @@ class VerifyingDeduplicator(Deduplicator):
         # template's lines, a site's pages with one head): those that can decide are
         # found once its search is made, below. One whose first rows crowd already is
         # not paired whole (a flood's 4,096 lines made 8.4M pairs).
-        pairs_crowd = False
+        pairs_crowd = whole = False
         if not self.crowd:
             first, second, pair_ds = near_pair_arrays(
                 fparray[:CROWD_SAMPLE], bits, k, compiled=self.index.compiled
@@ -499,6 +499,7 @@ class VerifyingDeduplicator(Deduplicator):
             pairs_crowd = crowded_batch(len(first), min(len(present), CROWD_SAMPLE))
             if not pairs_crowd and len(present) > CROWD_SAMPLE:
                 first, second, pair_ds = near_pair_arrays(fparray, bits, k, compiled=self.index.compiled)
+            whole = not pairs_crowd  # (first, second, pair_ds) are the whole batch's
             pairs_crowd = (
                 pairs_crowd or crowded_batch(len(first), len(present)) or _heads_crowd(heads, present)
             )
@@ -538,9 +539,13 @@ class VerifyingDeduplicator(Deduplicator):
                 sample = near_pairs_after(fparray[:CROWD_SAMPLE], ahead, bits, k, self.index.compiled)[0]
                 still = not resolved.any() or crowded_batch(len(sample), len(ahead))
                 if not still:
-                    first, second, pair_ds = near_pairs_after(
-                        fparray, ~resolved, bits, k, self.index.compiled
-                    )
+                    if whole:  # found above: those left
+                        can = ~resolved[first]
+                        first, second, pair_ds = first[can], second[can], pair_ds[can]
+                    else:
+                        first, second, pair_ds = near_pairs_after(
+                            fparray, ~resolved, bits, k, self.index.compiled
+                        )
                     still = crowded_batch(len(first), len(present)) or _heads_crowd(heads, present, resolved)
                 if still:
                     halves = [0, len(present) // 2]
@@ -667,7 +672,7 @@ class VerifyingDeduplicator(Deduplicator):
             if len(added):
                 among = BlockIndex(self.settings.bits, self.index.distance)
                 among.add_many(fingerprint_array(self.index.rows_of(added), self.settings.bits))
-                cuts = _cuts(among.candidates(fparray), MATCH_CANDIDATES)  # as below
+                cuts = _cuts(among.candidates(fparray), _slice_candidates(among))  # as below
                 for lo, hi in zip(cuts, cuts[1:]):
                     q, at, ds = among.search(fparray[lo:hi], ordered=False)
                     part = None if seen is None else seen[lo:hi]
@@ -687,7 +692,7 @@ class VerifyingDeduplicator(Deduplicator):
         # candidate before it compares them: 4.7 GB for 10,000 CSV rows; whole, 25,000
         # CSV rows took 1.57 GB, 4,096 of them against each kept one).
         seen = np.zeros(len(fparray), np.int64)
-        cuts = _cuts(self.index.candidates(fparray), MATCH_CANDIDATES)
+        cuts = _cuts(self.index.candidates(fparray), _slice_candidates(self.index))
         parts = []
         for lo, hi in zip(cuts, cuts[1:]):
             q, *rest = self._search_beside(fparray[lo:hi], mine[lo:hi], has_mine[lo:hi], beside, seen[lo:hi])
@@ -983,7 +988,7 @@ class _Heads:
         crowd = np.zeros(len(pos), np.int64)
         slices = [0, len(pos)]
         if not dd.head_index.compiled:
-            slices = _cuts(dd.head_index.candidates(fps), MATCH_CANDIDATES)
+            slices = _cuts(dd.head_index.candidates(fps), _slice_candidates(dd.head_index))
         found = [_NONE_FOUND]
         for lo, hi in zip(slices, slices[1:]):
             part = crowd[lo:hi]
@@ -1210,6 +1215,14 @@ class _Prefixes:
             if self.held[g] < self.room[g] and place >= self.room[g]:
                 self.late[g].append(pos)
             self.held[g] += 1
+
+
+def _slice_candidates(index: BlockIndex) -> int:
+    """Candidates a search of `index` is given at once, at most (a query's alone may be
+    more): MATCH_CANDIDATES, ~100 MB of pairs where the compiled loops keep only those
+    within the distance; a quarter of it where numpy holds every candidate before it
+    compares them (at 128 bits ~110 bytes each: 440 MB a slice, a review)."""
+    return MATCH_CANDIDATES if index.compiled else MATCH_CANDIDATES // 4
 
 
 def _heads_crowd(

@@ -1093,6 +1093,46 @@ def test_a_batch_of_pages_of_one_boilerplate_is_decided_in_halves_as_one_at_a_ti
     assert sum(status == "duplicate" for status, *_ in expected) == 20
 
 
+@pytest.mark.parametrize("flood", ["after the first rows", "first"])
+def test_a_crowded_batch_keeps_its_pairs_that_can_decide(flood: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch whose first 512 rows do not crowd has all its pairs found at once; where
+    it crowds further on (a flood of copies of a kept line), the pairs left once its
+    search settles the flood are those pairs, filtered. One whose first rows crowd has
+    only theirs: the rest are found once the flood is settled. Either way a new line's
+    copies at the end are its duplicates, as the definition has it, and the batch is
+    decided whole."""
+    halves = pieces_counted(monkeypatch)
+    rng = random.Random(35)
+    vocabulary = [f"w{i}" for i in range(5000)]
+
+    def copies(line: list[str], n: int) -> list[str]:
+        made = []
+        for _ in range(n):
+            words = list(line)
+            words[rng.randrange(len(words))] = rng.choice(vocabulary)
+            made.append(" ".join(words))
+        return made
+
+    kept, new = rng.choices(vocabulary, k=100), rng.choices(vocabulary, k=100)
+    unrelated = [" ".join(rng.choices(vocabulary, k=60)) for _ in range(560)]
+    flooded = copies(kept, 180)
+    batch = flooded + unrelated if flood == "first" else unrelated + flooded
+    batches = [[" ".join(kept)], batch + copies(new, 12)]
+    settings = Settings()
+    dd = VerifyingDeduplicator(settings)
+    for texts in batches:
+        batch = docs(*texts)
+        fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
+        heads = [head_of(d) for d in batch]
+        expected = one_at_a_time(dd, batch, fps, text_sketches(texts), heads)
+        got = dd.decide_many(batch, fps, text_sketches(texts), heads)
+        assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+    assert not halves
+    tail = [status for status, *_ in expected[-12:]]
+    assert tail[0] == "unique" and tail.count("duplicate") >= 8, tail
+    assert sum(status == "duplicate" for status, *_ in expected[:-12]) == 180
+
+
 def test_heads_searched_a_slice_at_a_time_find_what_one_search_finds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the compiled loops (128 bits, a small index) a search holds every
     candidate before it compares them, so the head index is searched a slice of
