@@ -1304,10 +1304,15 @@ def near_pairs_after(
         first, second, ds = near_pair_arrays(fparray, bits, k, compiled=compiled)
         mine = firsts[first]
         return first[mine], second[mine], ds[mine]
-    else:
+    else:  # a slice of the queries at a time, as _search_kept's
         among = BlockIndex(bits, k)
         among.add_many(fparray[chosen])
-        second, found, ds = among.search(fparray, ordered=False)
+        cuts = _cuts(among.candidates(fparray), _slice_candidates(among))
+        parts = [(_NONE, _NONE, _NONE)]
+        for lo, hi in zip(cuts, cuts[1:]):
+            q, at, d = among.search(fparray[lo:hi], ordered=False)
+            parts.append((q + lo, at, d))
+        second, found, ds = (np.concatenate(x) for x in zip(*parts))
     first = chosen[found]
     later = first < second
     first, second, ds = first[later], second[later], ds[later]

@@ -1356,9 +1356,10 @@ def test_english_with_a_chinese_line_keeps_its_english_shingles_and_its_copy() -
     brute=st.booleans(),
     bits=st.sampled_from([64, 128]),
     compiled=st.booleans(),
+    slice_candidates=st.sampled_from([8, 1 << 22]),
 )
 def test_the_pairs_after_a_crowd_are_the_brute_force_pairs_of_its_first_documents(
-    seed: int, n: int, k: int, share: float, brute: bool, bits: int, compiled: bool
+    seed: int, n: int, k: int, share: float, brute: bool, bits: int, compiled: bool, slice_candidates: int
 ) -> None:
     # near_pairs_after compares every pair (cross_pairs, or numpy's matrices where the
     # layout compares every pair), searches tables of the chosen documents, or filters
@@ -1373,7 +1374,10 @@ def test_the_pairs_after_a_crowd_are_the_brute_force_pairs_of_its_first_document
         fps.append(fp)
     firsts = np.array([rng.random() < share for _ in range(n)], bool)
     fparray = fingerprint_array(fps, bits)
-    with mock.patch.object(verify_module, "CROSS_BRUTE_FORCE", 1 << 20 if brute else 0):
+    with (
+        mock.patch.object(verify_module, "CROSS_BRUTE_FORCE", 1 << 20 if brute else 0),
+        mock.patch.object(verify_module, "MATCH_CANDIDATES", slice_candidates),  # its search in slices
+    ):
         got = verify_module.near_pairs_after(fparray, firsts, bits, k, compiled=compiled)
     expected = [
         (i, j, bin(fps[i] ^ fps[j]).count("1"))
