@@ -1116,8 +1116,8 @@ def test_a_crowded_batch_keeps_its_pairs_that_can_decide(flood: str, monkeypatch
     kept, new = rng.choices(vocabulary, k=100), rng.choices(vocabulary, k=100)
     unrelated = [" ".join(rng.choices(vocabulary, k=60)) for _ in range(560)]
     flooded = copies(kept, 180)
-    batch = flooded + unrelated if flood == "first" else unrelated + flooded
-    batches = [[" ".join(kept)], batch + copies(new, 12)]
+    lines = flooded + unrelated if flood == "first" else unrelated + flooded
+    batches = [[" ".join(kept)], lines + copies(new, 12)]
     settings = Settings()
     dd = VerifyingDeduplicator(settings)
     for texts in batches:
