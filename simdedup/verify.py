@@ -672,8 +672,7 @@ class VerifyingDeduplicator(Deduplicator):
             if len(added):
                 among = BlockIndex(self.settings.bits, self.index.distance)
                 among.add_many(fingerprint_array(self.index.rows_of(added), self.settings.bits))
-                cuts = _cuts(among.candidates(fparray), _slice_candidates(among))  # as below
-                for lo, hi in zip(cuts, cuts[1:]):
+                for lo, hi in _query_slices(among, fparray):  # as below
                     q, at, ds = among.search(fparray[lo:hi], ordered=False)
                     part = None if seen is None else seen[lo:hi]
                     more = self._verified(mine[lo:hi], has_mine[lo:hi], part, (q, added[at], ds))
@@ -692,9 +691,8 @@ class VerifyingDeduplicator(Deduplicator):
         # candidate before it compares them: 4.7 GB for 10,000 CSV rows; whole, 25,000
         # CSV rows took 1.57 GB, 4,096 of them against each kept one).
         seen = np.zeros(len(fparray), np.int64)
-        cuts = _cuts(self.index.candidates(fparray), _slice_candidates(self.index))
         parts = []
-        for lo, hi in zip(cuts, cuts[1:]):
+        for lo, hi in _query_slices(self.index, fparray):
             q, *rest = self._search_beside(fparray[lo:hi], mine[lo:hi], has_mine[lo:hi], beside, seen[lo:hi])
             parts.append((q + lo, *rest))
         found = tuple(np.concatenate(x) for x in zip(*parts))
@@ -986,11 +984,9 @@ class _Heads:
         # queries before it compares them: the queries go a slice of MATCH_CANDIDATES
         # candidates at a time (a crowded batch of 4,096 short lines took 1.1 GB whole).
         crowd = np.zeros(len(pos), np.int64)
-        slices = [0, len(pos)]
-        if not dd.head_index.compiled:
-            slices = _cuts(dd.head_index.candidates(fps), _slice_candidates(dd.head_index))
+        slices = [(0, len(pos))] if dd.head_index.compiled else _query_slices(dd.head_index, fps)
         found = [_NONE_FOUND]
-        for lo, hi in zip(slices, slices[1:]):
+        for lo, hi in slices:
             part = crowd[lo:hi]
 
             def calm_ones(pairs: tuple[np.ndarray, ...], part: np.ndarray = part) -> tuple[np.ndarray, ...]:
@@ -1217,12 +1213,15 @@ class _Prefixes:
             self.held[g] += 1
 
 
-def _slice_candidates(index: BlockIndex) -> int:
-    """Candidates a search of `index` is given at once, at most (a query's alone may be
-    more): MATCH_CANDIDATES, ~100 MB of pairs where the compiled loops keep only those
-    within the distance; a quarter of it where numpy holds every candidate before it
-    compares them (at 128 bits ~110 bytes each: 440 MB a slice, a review)."""
-    return MATCH_CANDIDATES if index.compiled else MATCH_CANDIDATES // 4
+def _query_slices(index: BlockIndex, queries: np.ndarray) -> list[tuple[int, int]]:
+    """(lo, hi) of the slices of `queries` a search of `index` is given at once: at most
+    MATCH_CANDIDATES candidates a slice (a query's alone may be more), ~100 MB of pairs
+    where the compiled loops keep only those within the distance; a quarter of it where
+    numpy holds every candidate before it compares them (at 128 bits ~110 bytes each:
+    440 MB a slice, a review)."""
+    most = MATCH_CANDIDATES if index.compiled else MATCH_CANDIDATES // 4
+    cuts = _cuts(index.candidates(queries), most)
+    return list(zip(cuts, cuts[1:]))
 
 
 def _heads_crowd(
@@ -1307,9 +1306,8 @@ def near_pairs_after(
     else:  # a slice of the queries at a time, as _search_kept's
         among = BlockIndex(bits, k)
         among.add_many(fparray[chosen])
-        cuts = _cuts(among.candidates(fparray), _slice_candidates(among))
         parts = [(_NONE, _NONE, _NONE)]
-        for lo, hi in zip(cuts, cuts[1:]):
+        for lo, hi in _query_slices(among, fparray):
             q, at, d = among.search(fparray[lo:hi], ordered=False)
             parts.append((q + lo, at, d))
         second, found, ds = (np.concatenate(x) for x in zip(*parts))
