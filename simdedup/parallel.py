@@ -399,43 +399,64 @@ def chunk_batches(
     docs: list[Document] = []
     results: list[Result] = []
     held = 0  # bytes of the input forms of `docs`
+    taking = None  # an answer taken from `it`, not reported and kept yet
     it = iter(answers)
     with contextlib.closing(it) if hasattr(it, "close") else contextlib.nullcontext():
         try:
-            for problems, chunk_docs, result in it:
-                cut = signals.each_then_interrupt(on_problem, problems)  # one while they are reported
-                if result is not None:
-                    docs.extend(chunk_docs)
-                    results.append(result)
-                    held += sum([len(doc.raw) for doc in chunk_docs])
+            for taking in chain(it, [None]):  # None: the end, where what is left goes on
+                ended = taking is None
+                # Reported and kept as one step, a Ctrl-C held until both are done: one in
+                # between handed on a batch of 72,062 documents and 64,065 fingerprints
+                # (`scan --jobs 2`, in CI), or dropped documents whose problems were
+                # reported. One before it, once the answer is taken, leaves it to the
+                # except below.
+                with signals.held():
+                    cut, taken = _take(taking, on_problem, docs, results) if taking else (None, 0)
+                    held, taking = held + taken, None
                 if cut is not None:
                     raise cut
                 # at each yield, `docs` and `results` hold only what is not handed on yet
-                if len(docs) >= size:
-                    joined = _joined(results)
-                    while len(docs) >= size:
-                        batch, out = docs[:size], _sliced(joined, 0, size)
-                        docs, joined = docs[size:], _sliced(joined, size, None)
-                        results = [joined] if docs else []
-                        yield _as_tuple(batch, out)
-                    held = sum([len(doc.raw) for doc in docs])
-                if docs and (idle() or held >= raw_bytes):
-                    batch, docs, out, results, held = docs, [], _joined(results), [], 0
-                    yield _as_tuple(batch, out)
+                while len(docs) >= size or (docs and (ended or idle() or held >= raw_bytes)):
+                    batch, docs, results, held = _cut(docs, results, size)
+                    yield batch
         except KeyboardInterrupt:
             # and what the stage before holds: the chunks out with workers (ordered_map)
-            for problems, chunk_docs, result in held_back(it):
-                for problem in problems:
-                    on_problem(problem)
-                if result is not None:
-                    docs.extend(chunk_docs)
-                    results.append(result)
+            for answer in chain([taking] if taking else [], held_back(it)):
+                with signals.held():
+                    _take(answer, on_problem, docs, results)
             if docs:
-                batch, docs, out, results = docs, [], _joined(results), []
-                yield _as_tuple(batch, out)
+                yield _as_tuple(docs, _joined(results))
             raise
-        if docs:
-            yield _as_tuple(docs, _joined(results))
+
+
+def _take(
+    answer: tuple[list[Problem], list[Document], Result | None],
+    on_problem: Callable[[Problem], None],
+    docs: list[Document],
+    results: list[Result],
+) -> tuple[KeyboardInterrupt | None, int]:
+    """chunk_batches' step for each chunk_task answer: its problems reported, every one
+    (each_then_interrupt), and its documents and Result added to `docs` and `results`.
+    The Ctrl-C raised among the reports, and the bytes of the documents' input forms."""
+    problems, chunk_docs, result = answer
+    cut = signals.each_then_interrupt(on_problem, problems)
+    if result is None:
+        return cut, 0
+    docs.extend(chunk_docs)
+    results.append(result)
+    return cut, sum([len(doc.raw) for doc in chunk_docs])
+
+
+def _cut(
+    docs: list[Document], results: list[Result], size: int
+) -> tuple[tuple[Any, ...], list[Document], list[Result], int]:
+    """chunk_batches' next batch of at most `size` of `docs`, with what is left: the
+    documents, their Results and the bytes of their input forms. Changes neither list:
+    a Ctrl-C as it returns (before chunk_batches keeps its answer) leaves them whole."""
+    joined = _joined(results)
+    batch, rest = docs[:size], docs[size:]
+    left = [_sliced(joined, size, None)] if rest else []
+    return _as_tuple(batch, _sliced(joined, 0, size)), rest, left, sum([len(doc.raw) for doc in rest])
 
 
 def held_back(it: Iterator[Any]) -> Iterator[Any]:
