@@ -535,6 +535,8 @@ class VerifyingDeduplicator(Deduplicator):
                 # other, each with its part of this search.
                 resolved = np.zeros(len(present), bool)
                 resolved[q] = True
+                alone = heads_of(batch=False)  # and those that a head from the index settles
+                resolved |= alone.settled(resolved, bits, k)
                 ahead = ~resolved[:CROWD_SAMPLE]  # (its first rows again, as above)
                 sample = near_pairs_after(fparray[:CROWD_SAMPLE], ahead, bits, k, self.index.compiled)[0]
                 still = not resolved.any() or crowded_batch(len(sample), len(ahead))
@@ -550,7 +552,7 @@ class VerifyingDeduplicator(Deduplicator):
                 if still:
                     halves = [0, len(present) // 2]
                     return self._decide_in_pieces(docs, fps, given, present, halves, search)
-                heads_of = partial(heads_of, resolved=resolved)
+                heads_of = partial(heads_of, resolved=resolved, found=alone)
                 later = beside.submit(heads_of) if beside is not None else None
             if self.crowd:  # the pairs in the batch, once its crowded documents are known
                 first, second, pair_ds = self._batch_pairs(fparray, mine, has_mine, seen >= self.crowd)
@@ -970,10 +972,30 @@ class _Heads:
         has_mine: np.ndarray,
         batch: bool = True,
         resolved: np.ndarray | None = None,
+        found: _Heads | None = None,
     ) -> _Heads:
         """`resolved` (a bool a present position): documents known to be duplicates
-        already, which no later head pairs with."""
-        bits, k = dd.settings.bits, dd.index.distance
+        already, which no later head pairs with. `found`: this batch's _Heads of the
+        index alone (batch=False), made already."""
+        if found is None:
+            found = cls._in_index(dd, docs, present, heads, fparray, mine, has_mine)
+        if not batch or len(found.pos) < 2:
+            return found
+        return found._and_batch(dd, fparray, mine, has_mine, resolved)
+
+    @classmethod
+    def _in_index(
+        cls,
+        dd: VerifyingDeduplicator,
+        docs: Sequence[Document],
+        present: list[int],
+        heads: Sequence[int | None] | None,
+        fparray: np.ndarray,
+        mine: np.ndarray,
+        has_mine: np.ndarray,
+    ) -> _Heads:
+        """The _Heads of the index alone: no batch pairs, `earlier` empty."""
+        bits = dd.settings.bits
         if heads is None:
             heads = _heads_of(docs, dd.settings, dd.hashfunc)
         pos = np.array([p for p, i in enumerate(present) if heads[i] is not None and has_mine[p]], np.int64)
@@ -1005,29 +1027,68 @@ class _Heads:
         q, rows = pos[hq[live]], dd._head_rows[hrows[live]]
         ds = dd.index.distances_to(rows, fparray[q])
         sims = dd._similarities(mine, has_mine, q, dd._sketches, dd._has, rows, ds)
-        earlier: dict[int, np.ndarray] = {}
-        if batch and len(pos) > 1:
-            # the pairs whose earlier head may be calm and kept: another never counts, nor finds
-            may = crowd <= HEAD_CROWD
-            if resolved is not None:
-                may &= ~resolved[pos]
-            first, second, _ = near_pairs_after(fps, may, bits, k, dd.index.compiled)
-            first, second = pos[first], pos[second]
-            order = np.argsort(second, kind="stable")
-            first, second = first[order], second[order]
-            cuts = np.flatnonzero(np.r_[True, second[1:] != second[:-1]]) if len(second) else _NONE
-            for at, group in zip(second[cuts].tolist(), np.split(first, cuts[1:])):
-                earlier[at] = group
-            live = crowd_in_index[second] <= HEAD_CROWD
-            bq, bfirst = second[live], first[live]
-            bds = distances(fparray[bq], fparray[bfirst], bits)
-            bsims = dd._similarities(mine, has_mine, bq, mine, has_mine, bfirst, bds)
-            q = np.concatenate([q, bq])
-            rows = np.concatenate([rows, -1 - bfirst])
-            ds = np.concatenate([ds, bds])
-            sims = np.concatenate([sims, bsims])
         ok = sims >= dd.min_jaccard  # NaN (a side without a sketch) never verifies a head
-        return cls(pos, fps, q[ok], rows[ok], ds[ok], sims[ok], crowd_in_index, earlier)
+        return cls(pos, fps, q[ok], rows[ok], ds[ok], sims[ok], crowd_in_index, {})
+
+    def _and_batch(
+        self,
+        dd: VerifyingDeduplicator,
+        fparray: np.ndarray,
+        mine: np.ndarray,
+        has_mine: np.ndarray,
+        resolved: np.ndarray | None,
+    ) -> _Heads:
+        """These _Heads of the index alone, with the batch's head pairs too."""
+        pos, crowd_in_index = self.pos, self.crowd_in_index
+        # the pairs whose earlier head may be calm and kept: another never counts, nor finds
+        may = crowd_in_index[pos] <= HEAD_CROWD
+        if resolved is not None:
+            may &= ~resolved[pos]
+        first, second, _ = near_pairs_after(
+            self.fps, may, dd.settings.bits, dd.index.distance, dd.index.compiled
+        )
+        first, second = pos[first], pos[second]
+        order = np.argsort(second, kind="stable")
+        first, second = first[order], second[order]
+        cuts = np.flatnonzero(np.r_[True, second[1:] != second[:-1]]) if len(second) else _NONE
+        earlier = dict(zip(second[cuts].tolist(), np.split(first, cuts[1:])))
+        live = crowd_in_index[second] <= HEAD_CROWD
+        bq, bfirst = second[live], first[live]
+        bds = distances(fparray[bq], fparray[bfirst], dd.settings.bits)
+        bsims = dd._similarities(mine, has_mine, bq, mine, has_mine, bfirst, bds)
+        ok = bsims >= dd.min_jaccard
+        return _Heads(
+            pos,
+            self.fps,
+            np.concatenate([self.q, bq[ok]]),
+            np.concatenate([self.rows, -1 - bfirst[ok]]),
+            np.concatenate([self.ds, bds[ok]]),
+            np.concatenate([self.sims, bsims[ok]]),
+            crowd_in_index,
+            earlier,
+        )
+
+    def settled(self, resolved: np.ndarray, bits: int, k: int) -> np.ndarray:
+        """Of these _Heads of the index alone, the present positions not `resolved` yet
+        that a verified head candidate from the index decides whatever the batch does.
+        The walk takes such a candidate once the head is calm: at most HEAD_CROWD kept
+        heads within k, those in the index and the earlier documents of the batch that
+        were kept with a calm head. A document with such a candidate never is one of
+        the latter (calm, it is a duplicate), nor is a resolved one: where those in the
+        index and the rest of the earlier ones near it are HEAD_CROWD or fewer, the head
+        is calm whatever the batch decides. A 300-word flood's lines meet their kept line
+        by head only (8 random words each move the whole fingerprints past k), and its
+        batches went down in halves."""
+        settle = np.zeros(len(resolved), bool)
+        settle[self.q] = True  # (rows in the index: no batch pairs here)
+        settle &= ~resolved
+        if not settle.any():
+            return settle
+        pos = self.pos
+        others = (self.crowd_in_index[pos] <= HEAD_CROWD) & ~resolved[pos] & ~settle[pos]  # may be calm
+        near = _earlier_near(self.fps, others, settle[pos], bits, k)
+        settle[pos[self.crowd_in_index[pos] + near > HEAD_CROWD]] = False
+        return settle
 
     @property
     def walked(self) -> np.ndarray:
@@ -1222,6 +1283,29 @@ def _query_slices(index: BlockIndex, queries: np.ndarray) -> list[tuple[int, int
     most = MATCH_CANDIDATES if index.compiled else MATCH_CANDIDATES // 4
     cuts = _cuts(index.candidates(queries), most)
     return list(zip(cuts, cuts[1:]))
+
+
+def _earlier_near(
+    fparray: np.ndarray, firsts: np.ndarray, queries: np.ndarray, bits: int, k: int
+) -> np.ndarray:
+    """How many of the `firsts` before each of the `queries` are within k of it (bools a
+    fingerprint; 0 for the rest), counted a slice of the queries at a time."""
+    counts = np.zeros(len(fparray), np.int64)
+    chosen, asked = np.flatnonzero(firsts), np.flatnonzero(queries)
+    if not len(chosen) or not len(asked):
+        return counts
+    among = BlockIndex(bits, k)
+    among.add_many(fparray[chosen])
+    for lo, hi in _query_slices(among, fparray[asked]):
+
+        def count(pairs: tuple[np.ndarray, ...], part: np.ndarray = asked[lo:hi]) -> tuple[np.ndarray, ...]:
+            q, rows, _ = pairs
+            later = chosen[rows] < part[q]
+            counts[:] += np.bincount(part[q[later]], minlength=len(counts))
+            return _NONE, _NONE, _NONE
+
+        among.search(fparray[asked[lo:hi]], ordered=False, keep=count)
+    return counts
 
 
 def _heads_crowd(
