@@ -1009,6 +1009,23 @@ def test_a_copy_is_found_in_its_batch_when_an_earlier_copy_was_a_duplicate_by_it
     assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
 
 
+def decided_as_defined(
+    dd: VerifyingDeduplicator, texts: list[str]
+) -> list[tuple[str, int | None, str | None, int | None]]:
+    """dd's decisions of `texts` as one batch, given their sketches and heads, checked
+    to be the definition's (one_at_a_time)."""
+    batch = docs(*texts)
+    fps = [d.fingerprint for d in Deduplicator(dd.settings).process(batch)]
+    if dd.settings.bits == 64:
+        heads = [head_of(d) for d in batch]
+    else:
+        heads = verify_module._heads_of(batch, dd.settings, dd.hashfunc)
+    expected = one_at_a_time(dd, batch, fps, text_sketches(texts), heads)
+    got = dd.decide_many(batch, fps, text_sketches(texts), heads)
+    assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+    return expected
+
+
 def pieces_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The documents of each batch VerifyingDeduplicator decides in pieces, as it does."""
     halves: list[int] = []
@@ -1123,12 +1140,7 @@ def test_a_crowded_batch_keeps_its_pairs_that_can_decide(flood: str, monkeypatch
     settings = Settings()
     dd = VerifyingDeduplicator(settings)
     for texts in batches:
-        batch = docs(*texts)
-        fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
-        heads = [head_of(d) for d in batch]
-        expected = one_at_a_time(dd, batch, fps, text_sketches(texts), heads)
-        got = dd.decide_many(batch, fps, text_sketches(texts), heads)
-        assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+        expected = decided_as_defined(dd, texts)
     assert not halves
     tail = [status for status, *_ in expected[-12:]]
     assert tail[0] == "unique" and tail.count("duplicate") >= 8, tail
@@ -1220,24 +1232,19 @@ def test_a_flood_of_near_copies_once_one_is_kept_is_decided_whole_as_one_at_a_ti
     settings = Settings()
     dd = VerifyingDeduplicator(settings)
     for n, texts in enumerate(batches):
-        batch = docs(*texts)
-        fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
-        heads = [head_of(d) for d in batch]
-        expected = one_at_a_time(dd, batch, fps, text_sketches(texts), heads)
         halves.clear()
         paired.clear()
-        got = dd.decide_many(batch, fps, text_sketches(texts), heads)
-        assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+        expected = decided_as_defined(dd, texts)
         assert sum(status == "duplicate" for status, *_ in expected) > 150
         if n == 0:
-            assert halves and halves[0] == len(batch)  # it crowded, and nothing was kept yet
+            assert halves and halves[0] == len(texts)  # it crowded, and nothing was kept yet
         elif mix == "flood and pages of one head":
-            assert halves and halves[0] == len(batch)  # the pages' heads crowd it still
+            assert halves and halves[0] == len(texts)  # the pages' heads crowd it still
         else:
             assert not halves  # decided whole
             # and its heads too were paired only where the earlier one can decide (all
             # of them: 100,000 lines took 292 s and 9.7 GB)
-            assert paired and max(paired) < 4 * len(batch)  # of 19,900
+            assert paired and max(paired) < 4 * len(texts)  # of 19,900
     if mix == "flood and pages of one head":
         assert sum(status == "unique" for status, *_ in expected) >= 150
 
@@ -1412,15 +1419,10 @@ def test_a_flood_that_meets_its_kept_line_by_head_is_decided_whole_as_one_at_a_t
     settings = Settings()
     dd = VerifyingDeduplicator(settings)
     for texts in [head_flood(rng, vocabulary, line, 1, 12), head_flood(rng, vocabulary, line, 300, 12)]:
-        batch = docs(*texts)
-        fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
-        heads = [head_of(d) for d in batch]
-        expected = one_at_a_time(dd, batch, fps, text_sketches(texts), heads)
-        got = dd.decide_many(batch, fps, text_sketches(texts), heads)
-        assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
-    assert [status for status, *_ in expected] == ["duplicate"] * len(batch)
+        expected = decided_as_defined(dd, texts)
+    assert [status for status, *_ in expected] == ["duplicate"] * len(texts)
     apart = [d > dd.index.distance for *_, d in expected]  # from the kept line: met by head
-    assert sum(apart) > 0.5 * len(batch), sum(apart)
+    assert sum(apart) > 0.5 * len(texts), sum(apart)
     assert not halves  # decided whole
 
 
@@ -1452,15 +1454,6 @@ def test_lines_a_kept_head_meets_among_pages_of_its_head_decide_as_one_at_a_time
     dd = VerifyingDeduplicator(settings)
     statuses = []
     for texts in [kept, mixed, head_flood(rng, vocabulary, kept[-1], 30)]:
-        batch = docs(*texts)
-        fps = [d.fingerprint for d in Deduplicator(settings).process(batch)]
-        heads = (
-            [head_of(d) for d in batch]
-            if bits == 64
-            else verify_module._heads_of(batch, settings, dd.hashfunc)
-        )
-        expected = one_at_a_time(dd, batch, fps, text_sketches(texts), heads)
-        got = dd.decide_many(batch, fps, text_sketches(texts), heads)
-        assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
+        expected = decided_as_defined(dd, texts)
         statuses += [status for status, *_ in expected]
     assert statuses.count("duplicate") > 40 and statuses.count("unique") > crowd
