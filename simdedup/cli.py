@@ -36,7 +36,7 @@ import click
 import numpy as np
 from click.core import ParameterSource
 
-from . import __version__, pipeline
+from . import __version__, pipeline, signals
 from . import fingerprint as fingerprint_module
 from . import index as index_module
 from .calibrate import LabelledPair
@@ -331,8 +331,12 @@ def _signals_as_ctrl_c() -> Iterator[None]:
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        # The command has ended: a Ctrl-C as they are put back leaves its status as it
+        # is. Raised here, outside the command's own handling, it was click's "Aborted!"
+        # and exit 1, which says duplicates were found (a review).
+        with contextlib.suppress(KeyboardInterrupt), signals.held():
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 def _hung_up_terminals_to_devnull() -> None:
@@ -435,7 +439,7 @@ def _finishing() -> Iterator[_Writing]:
     them (its `caught` is set), so that the index saved holds what the outputs hold; a
     second one stops at once."""
     with _WRITING.installed() as writing:
-        writing.now, writing.caught = True, False
+        writing.now = True  # (one caught since _run's documents were all written stays so)
         try:
             yield writing
         finally:
@@ -1935,6 +1939,12 @@ def _run(
                     # outputs never had; counted from here, a second signal in there
                     # passed for the first).
                     raise CliError(_STOPPED_AT_ONCE, _interrupted()) from None
+            # Every document read is decided and written: a Ctrl-C or SIGTERM from here
+            # on waits for the listing, --summary-json and the --index save (_finishing,
+            # which the caller's own _WRITING.installed() reaches with no gap). Raised
+            # here, or while the groups were counted (many groups: long), it skipped
+            # them all, and the index lacked every document the outputs held (a review).
+            handler.now = True
     finally:
         # Closed here, in this thread, also when a write failed: left to the cycle
         # collector, they could be closed in the decide thread, which cannot join itself.
@@ -2279,24 +2289,27 @@ def scan(paths: tuple[str, ...], **kw: Any) -> None:
         summary_json = outputs.open(kw["summary_json"], "--summary-json")
         read_options = outputs.unread(read_options)
         streamed = outputs.stdout_owner is not None
-        summary, groups, interrupted = _run(
-            sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"], streamed=streamed
-        )
-        with _finishing() as held:
-            closed = False
-            if outputs.stdout_owner is None:
-                fmt, note = (kw["fmt"], None) if kw["fmt"] else _listing_format(groups)
-                try:
-                    _write_groups(groups, dd, fmt, session)
-                except BrokenPipeError:  # `scan ... | head`: every document was decided already
-                    _to_devnull(sys.stdout)
-                    closed = True
-                if note is not None:
-                    messages.info(note)
-            fail = kw["fail_on_duplicates"]
-            outputs.end()
-            status = _finish(summary, dd, messages, interrupted, fail, summary_json, session, closed, held)
-            outputs.close()  # --summary-json renamed into place
+        with _WRITING.installed():  # one handler from the run to its end (_run)
+            summary, groups, interrupted = _run(
+                sources, settings, read_options, messages, writers, dd, jobs=kw["jobs"], streamed=streamed
+            )
+            with _finishing() as held:
+                closed = False
+                if outputs.stdout_owner is None:
+                    fmt, note = (kw["fmt"], None) if kw["fmt"] else _listing_format(groups)
+                    try:
+                        _write_groups(groups, dd, fmt, session)
+                    except BrokenPipeError:  # `scan ... | head`: every document was decided already
+                        _to_devnull(sys.stdout)
+                        closed = True
+                    if note is not None:
+                        messages.info(note)
+                fail = kw["fail_on_duplicates"]
+                outputs.end()
+                status = _finish(
+                    summary, dd, messages, interrupted, fail, summary_json, session, closed, held
+                )
+                outputs.close()  # --summary-json renamed into place
     sys.exit(status)
 
 
@@ -2349,24 +2362,32 @@ def filter_(source: str | None, **kw: Any) -> None:
         writers: list[Any] = [_unique_writer(stdout, "-", kw)]
         writers += _record_writers(outputs, kw, dd, session)
         summary_json = outputs.open(kw["summary_json"], "--summary-json")
-        summary, _, interrupted = _run(
-            sources,
-            settings,
-            outputs.unread(read_options),
-            messages,
-            writers,
-            dd,
-            jobs=kw["jobs"],
-            keep_groups=False,
-            streamed=True,
-        )
-        with _finishing() as held:
-            stdout.flush()
-            outputs.end()
-            status = _finish(
-                summary, dd, messages, interrupted, kw["fail_on_duplicates"], summary_json, session, held=held
+        with _WRITING.installed():  # one handler from the run to its end (_run)
+            summary, _, interrupted = _run(
+                sources,
+                settings,
+                outputs.unread(read_options),
+                messages,
+                writers,
+                dd,
+                jobs=kw["jobs"],
+                keep_groups=False,
+                streamed=True,
             )
-            outputs.close()  # --summary-json renamed into place
+            with _finishing() as held:
+                stdout.flush()
+                outputs.end()
+                status = _finish(
+                    summary,
+                    dd,
+                    messages,
+                    interrupted,
+                    kw["fail_on_duplicates"],
+                    summary_json,
+                    session,
+                    held=held,
+                )
+                outputs.close()  # --summary-json renamed into place
     sys.exit(status)
 
 

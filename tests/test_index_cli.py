@@ -1002,9 +1002,12 @@ def test_a_second_signal_while_stdout_is_full_stops_at_once_and_saves_no_index(t
 #: Runs simdedup's CLI, sending itself SIGINT at a point (SIGNAL_AT) where a signal had
 #: cut a batch or a document off from the outputs once the index held it: "queued", just
 #: as the third batch's deciding has started, before _decisions queues it; "counted",
-#: as the 5,000th decision is counted as handed out, before it is.
+#: as the 5,000th decision is counted as handed out, before it is; or where it kept the
+#: index from being saved: "grouped", as the groups are counted, once every document is
+#: written; or as the command's SIGTERM handler is put back once it has ended: "restoring".
 SIGNALLING = """
 import concurrent.futures.thread as thread, linecache, os, signal, sys
+from simdedup import report
 from simdedup.cli import main
 
 point, calls = os.environ["SIGNAL_AT"], [0]
@@ -1026,7 +1029,19 @@ def lines(frame, event, arg):
             os.kill(os.getpid(), signal.SIGINT)
     return lines
 
+def grouped(self, sizes, set_groups=report.Summary.set_groups):
+    if point == "grouped":
+        os.kill(os.getpid(), signal.SIGINT)
+    set_groups(self, sizes)
+
+def handled(signum, handler, set_handler=signal.signal):
+    if point == "restoring" and signum == signal.SIGTERM and getattr(handler, "__name__", "") != "on_signal":
+        os.kill(os.getpid(), signal.SIGINT)
+    return set_handler(signum, handler)
+
 thread.ThreadPoolExecutor.submit = submitted
+report.Summary.set_groups = grouped
+signal.signal = handled
 if point == "counted":
     sys.settrace(lambda frame, event, arg: lines if frame.f_code.co_name == "handed" else None)
 sys.exit(main())
@@ -1050,6 +1065,47 @@ def test_a_signal_as_a_decision_is_handed_out_leaves_no_document_in_the_index_al
     written = unique.read_text().splitlines()
     assert PIPELINE_BATCH < len(written) < 6 * PIPELINE_BATCH
     assert len(read_index(index)) == len(written)
+
+
+@pytest.mark.parametrize("command", ["scan", "filter"])
+def test_a_signal_once_every_document_is_written_still_saves_the_index(command: str, tmp_path: Path) -> None:
+    # Between the end of the documents and the listing, --summary-json and the save
+    # (counting the groups: many groups, long), Ctrl-C or SIGTERM skipped them all: exit
+    # 130, every document in the outputs and none in the index, which the next night
+    # took for new (a review sent one at each moment of a run).
+    lines = write_lines(tmp_path / "many.txt", texts(2 * PIPELINE_BATCH, seed=15))
+    index, unique, summary = tmp_path / "seen.sdx", tmp_path / "unique.txt", tmp_path / "summary.json"
+    outputs = ["--unique", str(unique)] if command == "scan" else []
+    args = [
+        command,
+        str(lines),
+        "--index",
+        str(index),
+        *outputs,
+        "--summary-json",
+        str(summary),
+        "-j",
+        "1",
+        "-q",
+    ]
+    env = {**os.environ, "SIGNAL_AT": "grouped"}
+    done = subprocess.run([sys.executable, "-c", SIGNALLING, *args], env=env, capture_output=True, text=True)
+    assert done.returncode == 130, done.stderr
+    written = (unique.read_text() if command == "scan" else done.stdout).splitlines()
+    assert len(written) > PIPELINE_BATCH and len(read_index(index)) == len(written)
+    said = json.loads(summary.read_text())
+    assert said["exit_status"] == 130 and said["unique"] == len(written)
+
+
+def test_a_signal_once_the_command_has_ended_leaves_its_exit_status(tmp_path: Path) -> None:
+    # As the SIGTERM and SIGHUP handlers were put back, it was click's "Aborted!" and
+    # exit 1, which says duplicates were found (a review).
+    lines = write_lines(tmp_path / "few.txt", texts(100, seed=16))
+    env = {**os.environ, "SIGNAL_AT": "restoring"}
+    args = ["scan", str(lines), "-j", "1", "-q"]
+    done = subprocess.run([sys.executable, "-c", SIGNALLING, *args], env=env, capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("group\tstatus\tid")  # its listing, whole
 
 
 def test_an_interrupted_run_decides_every_document_whose_problems_it_reported(tmp_path: Path) -> None:
