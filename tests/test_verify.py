@@ -1436,7 +1436,7 @@ def test_lines_a_kept_head_meets_among_pages_of_its_head_decide_as_one_at_a_time
     Pages of that head that verify with nothing may be kept, and make later heads
     crowded, and a line that is not settled counts for the later ones. Mixed so, with
     1 or 2 kept heads and crowds of 1 to 3, the definition's decisions (at 128 bits too,
-    where the batch's heads are searched without the compiled loops)."""
+    where none is settled so: the head index's search is not compiled)."""
     crowd = 1 + seed % 3
     monkeypatch.setattr(verify_module, "HEAD_CROWD", crowd)
     rng = random.Random(100 + seed)
