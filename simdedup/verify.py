@@ -1237,6 +1237,8 @@ class _Prefixes:
     def candidates(self, pos: int) -> list[tuple[int, int, float, bool]]:
         """(row, d, sim, False): the candidates of `pos` that verified, through a value
         that still gives, with the kept holders past their group's room (late ones)."""
+        if pos not in self.found and pos not in self.member:  # (most walked positions: 2.5 µs each)
+            return []
         out = [
             (row, d, sim, False)
             for row, d, sim, g in self.found.get(pos, ())
@@ -1272,7 +1274,7 @@ class _Prefixes:
 
     def decided(self, pos: int, kept: bool) -> None:
         """Counts `pos` among the kept holders of its groups, once decided (in order)."""
-        if not kept:
+        if not kept or pos not in self.member:
             return
         for g, place in self.member.get(pos, ()):
             if self.held[g] < self.room[g] and place >= self.room[g]:
