@@ -538,9 +538,9 @@ class VerifyingDeduplicator(Deduplicator):
                 resolved[q] = True
                 # and those that a head from the index settles: in the whole batch only (in
                 # its halves too, the head index was searched again at each halving, where
-                # heads crowd and settle none: 24,000 CSV rows 11.5 s -> 12.4 s), and where
-                # that search is compiled (numpy's holds every candidate: 20,000 pages of
-                # one head at 128 bits, 2.2 s -> 3.7 s, a review)
+                # heads crowd and settle none: 24,000 CSV rows 11.1-12.0 s -> 12.3-12.6 s),
+                # and where that search is compiled (numpy's holds every candidate: 20,000
+                # pages of one head at 128 bits, 2.2 s -> 3.7 s, a review)
                 alone = heads_of(batch=False) if searched is None and self.head_index.compiled else None
                 if alone is not None:
                     resolved |= alone.settled(resolved, bits, k)
@@ -1078,11 +1078,11 @@ class _Heads:
         The walk takes such a candidate once the head is calm: at most HEAD_CROWD kept
         heads within k, those in the index and the earlier documents of the batch that
         were kept with a calm head. A document with such a candidate never is one of
-        the latter (calm, it is a duplicate), nor is a resolved one: where those in the
-        index and the rest of the earlier ones near it are HEAD_CROWD or fewer, the head
-        is calm whatever the batch decides. A 300-word flood's lines meet their kept line
-        by head only (8 random words each move the whole fingerprints past k), and its
-        batches went down in halves."""
+        the latter (calm, it is a duplicate; not calm, it does not count), nor is a
+        resolved one: where those in the index and the rest of the earlier ones near it
+        are HEAD_CROWD or fewer, the head is calm whatever the batch decides. A 300-word
+        flood's lines meet their kept line by head only (8 random words each move the
+        whole fingerprints past k), and its batches went down in halves."""
         settle = np.zeros(len(resolved), bool)
         settle[self.q] = True  # (rows in the index: no batch pairs here)
         settle &= ~resolved
@@ -1279,7 +1279,7 @@ class _Prefixes:
         """Counts `pos` among the kept holders of its groups, once decided (in order)."""
         if not kept or pos not in self.member:
             return
-        for g, place in self.member.get(pos, ()):
+        for g, place in self.member[pos]:
             if self.held[g] < self.room[g] and place >= self.room[g]:
                 self.late[g].append(pos)
             self.held[g] += 1
