@@ -173,6 +173,13 @@ def test_a_few_words_verify_on_their_exact_shingles_and_stored_bins_only_when_eq
         dd.extend([fp], ["stored"], sketches)
         assert dd.process(docs(line))[0].status == "unique"
         assert dd.process(docs(stored))[0].duplicate_of == "stored"
+    # So where the batch's sketch is the one of bins (given so, as an earlier simdedup
+    # made it): a pair is let off the rule only where that side alone fills the bins.
+    dd = VerifyingDeduplicator()
+    dd.extend([fp], ["stored"], text_sketches([stored]))
+    [line_fp] = fingerprint_texts([line])
+    line_bins = OnePermutation().sketch(*shingle_runs([line]))
+    assert dd.decide_many(docs(line), [line_fp], line_bins)[0].status == "unique"
     # Exact shingles need no such rule: a line and its copy with a word added (6 of 7
     # shingles shared, 7 bins between them) are near-duplicates where k reaches them.
     short, longer = (
