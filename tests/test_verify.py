@@ -1464,3 +1464,33 @@ def test_lines_a_kept_head_meets_among_pages_of_its_head_decide_as_one_at_a_time
         expected = decided_as_defined(dd, texts)
         statuses += [status for status, *_ in expected]
     assert statuses.count("duplicate") > 40 and statuses.count("unique") > crowd
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 5),
+            st.integers(0, 9),
+            st.integers(0, 4),
+            st.sampled_from([math.nan, 0.8, 0.85, 0.9, 1.0]),
+        ),
+        max_size=30,
+    )
+)
+def test_the_best_kept_row_of_each_position_is_the_one_the_walk_takes(
+    candidates: list[tuple[int, int, int, float]],
+) -> None:
+    # decide_many's walk takes, of a position's candidates, the least key: verified ones
+    # first, the most similar, the nearest, the first row. It now gets only each
+    # position's best kept row, and match_many takes it, from _best_of_each.
+    def key(row: int, d: int, sim: float) -> tuple[int, float, int, int]:
+        return (1, 0.0, d, row) if math.isnan(sim) else (0, -sim, d, row)
+
+    q, rows, ds, sims = (np.array(x) for x in zip(*candidates)) if candidates else [np.zeros(0)] * 4
+    best = verify_module._best_of_each(q.astype(np.int64), rows.astype(np.int64), ds.astype(np.int64), sims)
+    got = {p: key(r, d, s) for p, r, d, s in zip(*(x.tolist() for x in best))}
+    expected: dict[int, tuple[int, float, int, int]] = {}
+    for p, r, d, s in candidates:
+        expected[p] = min(expected.get(p, key(r, d, s)), key(r, d, s))
+    assert got == expected
