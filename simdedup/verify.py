@@ -434,7 +434,7 @@ class VerifyingDeduplicator(Deduplicator):
                 raise ValueError(f"{len(rows)} {name} for {len(docs)} documents: give one a document")
         if sketches is None or heads is None:
             _refuse_textless(docs, fps, "sketches" if sketches is None else "heads")
-        if heads is None:  # made once here, for the twins' keys and for _Heads.of
+        if heads is None:  # made once here, for the twins' keys and for _Heads.in_index
             heads = _heads_of(docs, self.settings, self.hashfunc)
         return sketches, heads
 
@@ -512,7 +512,12 @@ class VerifyingDeduplicator(Deduplicator):
         # with the batch (a process that forks workers later has none). A batch of a few
         # documents (a trickle on stdin, a line a batch) is searched here alone: starting
         # and joining the threads cost more than they share.
-        heads_of = partial(_Heads.of, self, docs, present, heads, fparray, mine, has_mine)
+        in_index = partial(_Heads.in_index, self, docs, present, heads, fparray, mine, has_mine)
+
+        def heads_of(found: _Heads | None = None, resolved: np.ndarray | None = None) -> _Heads:
+            found = in_index() if found is None else found
+            return found.and_batch(self, fparray, mine, has_mine, resolved)
+
         beside_pays = self.index.compiled and len(present) >= BESIDE_FROM
         with _beside() if beside_pays else contextlib.nullcontext() as beside:
             # (with crowds, once the batch is known not to be decided in pieces: a crowded
@@ -541,7 +546,7 @@ class VerifyingDeduplicator(Deduplicator):
                 # heads crowd and settle none: 24,000 CSV rows 11.1-12.0 s -> 12.3-12.6 s),
                 # and where that search is compiled (numpy's holds every candidate: 20,000
                 # pages of one head at 128 bits, 2.2 s -> 3.7 s, a review)
-                alone = heads_of(batch=False) if searched is None and self.head_index.compiled else None
+                alone = in_index() if searched is None and self.head_index.compiled else None
                 if alone is not None:
                     resolved |= alone.settled(resolved, bits, k)
                 ahead = ~resolved[:CROWD_SAMPLE]  # (its first rows again, as above)
@@ -822,8 +827,8 @@ class VerifyingDeduplicator(Deduplicator):
         fparray = fingerprint_array([fps[i] for i in present], self.settings.bits)
         q, found, ds, sims = self._verified_kept(fparray, mine, has_mine)
         copies = self._copies_of(fparray.reshape(len(fparray), -1), mine, has_mine)
-        # Kept rows by head: only calm heads' candidates, all verified (_Heads.of).
-        head = _Heads.of(self, docs, present, heads, fparray, mine, has_mine, batch=False)
+        # Kept rows by head: only calm heads' candidates, all verified (_Heads.in_index).
+        head = _Heads.in_index(self, docs, present, heads, fparray, mine, has_mine)
         by_head = (head.q, head.rows, head.ds, head.sims)
         by_prefix = _Prefixes.of(self, fparray, mine, has_mine, batch=False).pairs()
         q, found, ds, _ = _best_of_each(
@@ -974,30 +979,7 @@ class _Heads:
     earlier: dict[int, np.ndarray]
 
     @classmethod
-    def of(
-        cls,
-        dd: VerifyingDeduplicator,
-        docs: Sequence[Document],
-        present: list[int],
-        heads: Sequence[int | None] | None,
-        fparray: np.ndarray,
-        mine: np.ndarray,
-        has_mine: np.ndarray,
-        batch: bool = True,
-        resolved: np.ndarray | None = None,
-        found: _Heads | None = None,
-    ) -> _Heads:
-        """`resolved` (a bool a present position): documents known to be duplicates
-        already, which no later head pairs with. `found`: this batch's _Heads of the
-        index alone (batch=False), made already."""
-        if found is None:
-            found = cls._in_index(dd, docs, present, heads, fparray, mine, has_mine)
-        if not batch or len(found.pos) < 2:
-            return found
-        return found._and_batch(dd, fparray, mine, has_mine, resolved)
-
-    @classmethod
-    def _in_index(
+    def in_index(
         cls,
         dd: VerifyingDeduplicator,
         docs: Sequence[Document],
@@ -1007,7 +989,8 @@ class _Heads:
         mine: np.ndarray,
         has_mine: np.ndarray,
     ) -> _Heads:
-        """The _Heads of the index alone: no batch pairs, `earlier` empty."""
+        """The _Heads of the index alone: no batch pairs, `earlier` empty (and_batch adds
+        them)."""
         bits = dd.settings.bits
         if heads is None:
             heads = _heads_of(docs, dd.settings, dd.hashfunc)
@@ -1043,16 +1026,20 @@ class _Heads:
         ok = sims >= dd.min_jaccard  # NaN (a side without a sketch) never verifies a head
         return cls(pos, fps, q[ok], rows[ok], ds[ok], sims[ok], crowd_in_index, {})
 
-    def _and_batch(
+    def and_batch(
         self,
         dd: VerifyingDeduplicator,
         fparray: np.ndarray,
         mine: np.ndarray,
         has_mine: np.ndarray,
-        resolved: np.ndarray | None,
+        resolved: np.ndarray | None = None,
     ) -> _Heads:
-        """These _Heads of the index alone, with the batch's head pairs too."""
+        """These _Heads of the index alone, with the batch's head pairs too. `resolved`
+        (a bool a present position): documents known to be duplicates already, which
+        no later head pairs with."""
         pos, crowd_in_index = self.pos, self.crowd_in_index
+        if len(pos) < 2:
+            return self
         # the pairs whose earlier head may be calm and kept: another never counts, nor finds
         may = crowd_in_index[pos] <= HEAD_CROWD
         if resolved is not None:
@@ -1335,7 +1322,7 @@ def _heads_crowd(
     boilerplate share their head, and a batch of 4,096 paired them all (8.4M pairs, a
     trial's 0.94 GB), where whole fingerprints, 120 words of 600 apart, were not near.
     `resolved` (a bool a present position): the pairs whose first is one do not count."""
-    if heads is None:  # made later, from the texts (_Heads.of)
+    if heads is None:  # made later, from the texts (_Heads.in_index)
         return False
     if resolved is None:
         counts = Counter(head for i in present if (head := heads[i]) is not None)
@@ -1364,8 +1351,9 @@ def _best_of_each(
     unknown = np.isnan(sims)
     order = np.lexsort((rows, ds, np.where(unknown, 0.0, -sims), unknown, q))
     q = q[order]
-    first = order[np.r_[True, q[1:] != q[:-1]]]
-    return q[np.r_[True, q[1:] != q[:-1]]], rows[first], ds[first], sims[first]
+    starts = np.r_[True, q[1:] != q[:-1]]
+    first = order[starts]
+    return q[starts], rows[first], ds[first], sims[first]
 
 
 def _no_pairs() -> tuple[np.ndarray, ...]:

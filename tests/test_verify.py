@@ -1177,7 +1177,9 @@ def test_heads_searched_a_slice_at_a_time_find_what_one_search_finds(monkeypatch
     present = list(range(len(batch)))
     heads = verify_module._heads_of(batch, settings, dd.hashfunc)
     mine, has = dd._batch_sketches(batch, present, None)
-    whole = verify_module._Heads.of(dd, batch, present, heads, fparray, mine, has)
+    whole = verify_module._Heads.in_index(dd, batch, present, heads, fparray, mine, has).and_batch(
+        dd, fparray, mine, has
+    )
     monkeypatch.setattr(verify_module, "MATCH_CANDIDATES", 30)
     searches: list[int] = []
     search = dd.head_index.search
@@ -1187,7 +1189,9 @@ def test_heads_searched_a_slice_at_a_time_find_what_one_search_finds(monkeypatch
         return search(queries, **kwargs)
 
     monkeypatch.setattr(dd.head_index, "search", counted)
-    sliced = verify_module._Heads.of(dd, batch, present, heads, fparray, mine, has)
+    sliced = verify_module._Heads.in_index(dd, batch, present, heads, fparray, mine, has).and_batch(
+        dd, fparray, mine, has
+    )
     assert len(searches) > 10 and sum(searches) == len(batch)
     for name in ("q", "rows", "ds", "crowd_in_index"):
         assert np.array_equal(getattr(whole, name), getattr(sliced, name))
