@@ -122,14 +122,18 @@ def main() -> None:
     print(f"{'k':>2} {'round':>5} {'real':>8} {'random':>8} {'ratio':>6}  pairs (real)  digest")
     for k in sorted({3, Settings().distance}):
         print(f"k = {k}: {Layout.for_(64, k).describe()}")
+        digests = set()
         for r in range(args.rounds):
             t_real, pairs, pairs_digest = timed_pairs(real, k)
             t_rand, none, _ = timed_pairs(rand, k)
+            digests.add(pairs_digest)
             print(
                 f"{k:>2} {r + 1:>5} {t_real:>7.3f}s {t_rand:>7.3f}s {t_real / t_rand:>5.2f}x"
                 f"  {pairs:>12,}  {pairs_digest}  ({none} random pairs)",
                 flush=True,
             )
+        if len(digests) > 1:
+            sys.exit(f"k = {k}: the pairs differ from round to round")
 
 
 if __name__ == "__main__":
