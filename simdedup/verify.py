@@ -1339,8 +1339,8 @@ def _heads_crowd(
 def _best_of_each(
     q: np.ndarray, rows: np.ndarray, ds: np.ndarray, sims: np.ndarray
 ) -> tuple[np.ndarray, ...]:
-    """Of the candidates (q, rows, ds, sims) of each position q, the one
-    decide_many's walk and match_many take: the most similar, then the nearest, then
+    """Of the candidates (q, rows, ds, sims) of each position q, the one (in order of q)
+    that decide_many's walk and match_many take: the most similar, then the nearest, then
     the first row; one with no similarity (NaN) after all that have one. The walk gets
     only these of the kept rows found by fingerprint, which it never holds back (nor
     those found by head, all of which it holds back or none): where copies of copies
@@ -1352,7 +1352,7 @@ def _best_of_each(
         order = np.argsort(q, kind="stable")
         q, rows, ds, sims = q[order], rows[order], ds[order], sims[order]
     new = q[1:] != q[:-1]
-    if new.all():  # one candidate a position: the 300-word flood's 304 calls, all of them
+    if new.all():  # one candidate a position: nothing to choose
         return q, rows, ds, sims
     # Each key in turn, a pass over the groups (a lexsort of the five took a fifth of the
     # walk's time on copies of copies): the best value of the ones still in.
