@@ -2599,7 +2599,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
     # Heads are a candidate source of verification only (verify.VerifyingDeduplicator).
     head_d = hamming(ha, hb) if ha is not None and hb is not None and verify is not None else None
     # Two short documents are candidates by their shingles' prefixes (prefixes.py), where
-    # they reach the Jaccard; scan skips a value held by PREFIX_CROWD kept documents.
+    # they reach the Jaccard; scan files the first PREFIX_CROWD kept documents a value.
     by_prefix = exactly and verify is not None
     at = candidate_distance(d, head_d, exactly, verify)  # int: neither side is empty here
     candidate = at is not None and at <= settings.distance
@@ -2659,7 +2659,7 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
         if by_prefix and d > settings.distance:
             checked += (
                 "; short documents are candidates by their shingles whatever the distance (in scan,"
-                f" while fewer than {PREFIX_CROWD} kept documents start with a shingle they share)"
+                f" among the first {PREFIX_CROWD} kept documents that start with a shingle they share)"
             )
         if few and verify is not None and jaccard >= verify:  # what kept it from verifying
             checked += (  # two exact sketches are too few only where each holds one shingle

@@ -11,9 +11,10 @@ past k, and short copies were the ones the fingerprint index missed most.
 
 A value held by many documents (one template's lines share most of their shingles)
 would make every one a candidate of every other: the first PREFIX_CROWD kept documents
-that hold it in their prefix are filed under it, and it gives candidates only while
-fewer than that many are (verify._Prefixes). Pure functions over batches and one index
-of sorted runs; never prints. verify.VerifyingDeduplicator decides with it.
+that hold it in their prefix are filed under it, and it gives those as candidates
+only, however many hold it after them (verify._Prefixes). Pure functions over batches
+and one index of sorted runs; never prints. verify.VerifyingDeduplicator decides with
+it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .features import runs_index
 from .sketch import Sketcher
 
 #: Kept documents filed under one prefix value, at most: the first ones that hold it.
-#: Once it holds this many, a value gives no candidates.
+#: A value gives these as candidates, however many kept documents hold it after them.
 PREFIX_CROWD = 16
 _U32 = np.uint64(32)
 

@@ -122,7 +122,7 @@ class VerifyingDeduplicator(Deduplicator):
 
     Candidates come from three places: kept documents whose fingerprint is within the
     distance; for a short document (an exact sketch), the kept ones filed under a value
-    of its prefix (prefixes.py), while fewer than PREFIX_CROWD kept documents hold it
+    of its prefix (prefixes.py), the first PREFIX_CROWD kept documents that hold it
     (not for unindexed rows: with crowds too, which once left these out, and missed
     short near copies where no crowd was met, a trial); and kept documents whose head fingerprint (of
     HEAD_TOKENS tokens from the one with the smallest hash, fingerprint.head_window) is
@@ -1126,21 +1126,21 @@ _NONE_FOUND = (_NONE, _NONE)
 class _Prefixes:
     """A batch's prefix values (prefixes.py) and what they find, for decide_many's walk.
 
-    A value gives candidates while fewer than PREFIX_CROWD kept documents hold it (then
-    all of them, all filed); once that many do, none, as a head near more than
-    HEAD_CROWD kept heads gives none: one template's lines share their values, and each
-    line had verified against the 16 filed under each.
+    A value gives the first PREFIX_CROWD kept documents that hold it, those filed under
+    it, whatever holds it after them: one template's lines share their values, so no
+    more (and the same ones to a second run of the same documents, which found none once
+    the value held PREFIX_CROWD: a trial's real lines sent again were kept again).
 
     `pos`, `values`, `filed`: the prefix values of the batch positions with an exact
     sketch, a position's after another's, and the rows filed under each before the
     batch. The batch's holders of a value form a group; where a group holds more than
-    its room (PREFIX_CROWD less `filed`), whether its value still gives at a position
-    depends on how many holders before it were kept: such a group is counted (an id
-    >= 0), its holders walked in order (decided), and a candidate through it valid only
-    while it gives (`found`: position -> (row, d, sim, group or -1 for always), rows >=
-    0 kept rows and rows < 0 an earlier batch position i as -1 - i, which must have
-    been kept). Holders past a counted group's room are candidates only where earlier
-    ones were not kept: verified in the walk (_late)."""
+    its room (PREFIX_CROWD less `filed`), which of its holders are filed depends on how
+    many before them were kept: such a group is counted (an id >= 0) and its holders
+    walked in order (decided). `found`: position -> (row, d, sim, group or -1), rows >=
+    0 kept rows and rows < 0 an earlier batch position i as -1 - i among the group's
+    first `room` holders, filed if kept (which the walk checks). Holders past a counted
+    group's room are filed only where earlier ones were not kept: verified in the walk
+    (_late)."""
 
     dd: VerifyingDeduplicator
     fparray: np.ndarray
@@ -1190,8 +1190,7 @@ class _Prefixes:
                 for place, at in enumerate(pos[order[start : start + size]].tolist()):
                     member.setdefault(at, []).append((g, place))
             triples.append((pos[second], -1 - pos[first], group[second]))
-        gives = filed[which] < PREFIX_CROWD  # a value filed for PREFIX_CROWD gives none
-        triples.insert(0, (pos[which[gives]], rows[gives], group[which[gives]]))
+        triples.insert(0, (pos[which], rows, group[which]))
         q, rows, groups = (np.concatenate(x) for x in zip(*triples))
         # each pair verified once, however many values it shares
         uq, urows, inverse = _unique_pairs(q, rows)
@@ -1234,23 +1233,16 @@ class _Prefixes:
         return np.array([*self.found, *self.member], np.int64)
 
     def candidates(self, pos: int) -> list[tuple[int, int, float, bool]]:
-        """(row, d, sim, False): the candidates of `pos` that verified, through a value
-        that still gives, with the kept holders past their group's room (late ones)."""
+        """(row, d, sim, False): the candidates of `pos` that verified, with the kept
+        holders past their group's room that were filed (late ones)."""
         if pos not in self.found and pos not in self.member:  # (most walked positions: 2.5 µs each)
             return []
-        out = [
-            (row, d, sim, False)
-            for row, d, sim, g in self.found.get(pos, ())
-            if g < 0 or self.held[g] < self.room[g]
-        ]
-        return out + self._late(pos)
+        return [(row, d, sim, False) for row, d, sim, _ in self.found.get(pos, ())] + self._late(pos)
 
     def _late(self, pos: int) -> list[tuple[int, int, float, bool]]:
-        """(row, d, sim, False) of the kept holders past their group's room that share a
-        value with `pos`, while it gives, and verify with it."""
-        earlier = sorted(
-            {i for g, _ in self.member.get(pos, ()) if self.held[g] < self.room[g] for i in self.late[g]}
-        )
+        """(row, d, sim, False) of the kept holders past their group's room that were
+        filed (earlier ones not kept), share a value with `pos` and verify with it."""
+        earlier = sorted({i for g, _ in self.member.get(pos, ()) for i in self.late[g]})
         if not earlier:
             return []
         firsts = np.array(earlier, np.int64)

@@ -392,8 +392,8 @@ def one_at_a_time(
     the most similar, then the nearest, then the earliest; unverifiable ones (no sketch
     on a side) after them. A kept document's head is kept if it was within the crowd.
     Short documents: rows filed under a value of the document's prefix (prefix_of), the
-    first PREFIX_CROWD kept rows holding it, are candidates too (and must verify), while
-    fewer than PREFIX_CROWD are.
+    first PREFIX_CROWD kept rows holding it, are candidates too (and must verify),
+    however many hold it.
     Crowds (dd.crowd): a kept document is indexed while fewer than dd.crowd indexed kept
     rows are within the distance; an unindexed row is a candidate by fingerprint only to
     its exact copies (distance 0, the same sketch), and filed under no prefix value.
@@ -423,12 +423,7 @@ def one_at_a_time(
             out.append(("empty", None, None, None))
             continue
         has = doc.features is None
-        by_prefix = {  # a value held by PREFIX_CROWD kept rows gives none
-            r
-            for value in prefix_of(sketch, has, dd.min_jaccard)
-            if len(filed.get(value, ())) < prefixes_module.PREFIX_CROWD
-            for r in filed.get(value, ())
-        }
+        by_prefix = {r for value in prefix_of(sketch, has, dd.min_jaccard) for r in filed.get(value, ())}
         head = head_of(doc) if given_heads is None else given_heads[n]
         near_heads = (
             []
@@ -921,8 +916,8 @@ def test_seeded_crowds_decide_as_the_brute_force_definition(
     preloaded rows of which some are unindexed: with a crowd of 4, in batches of any
     size (a large one is crowded, and decided in pieces; its search in slices of
     `slice_candidates`), the definition's decisions. The lines are short: near copies
-    are found by their shingles' prefix values too (a value held by `prefix_crowd`
-    filed rows gives none), where only indexed rows are filed."""
+    are found by their shingles' prefix values too (a value gives the first
+    `prefix_crowd` rows filed under it), where only indexed rows are filed."""
     set_crowds(monkeypatch, prefix_crowd, compiled)
     if slice_candidates:
         monkeypatch.setattr(verify_module, "MATCH_CANDIDATES", slice_candidates)
