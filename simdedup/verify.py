@@ -1136,11 +1136,11 @@ class _Prefixes:
     batch. The batch's holders of a value form a group; where a group holds more than
     its room (PREFIX_CROWD less `filed`), which of its holders are filed depends on how
     many before them were kept: such a group is counted (an id >= 0) and its holders
-    walked in order (decided). `found`: position -> (row, d, sim, group or -1), rows >=
-    0 kept rows and rows < 0 an earlier batch position i as -1 - i among the group's
-    first `room` holders, filed if kept (which the walk checks). Holders past a counted
-    group's room are filed only where earlier ones were not kept: verified in the walk
-    (_late)."""
+    walked in order (decided). `found`: position -> (row, d, sim) of each pair that
+    verified, once, rows >= 0 kept rows and rows < 0 an earlier batch position i as
+    -1 - i among its group's first `room` holders, filed if kept (which the walk
+    checks). Holders past a counted group's room are filed only where earlier ones were
+    not kept: verified in the walk (_late)."""
 
     dd: VerifyingDeduplicator
     fparray: np.ndarray
@@ -1149,7 +1149,7 @@ class _Prefixes:
     pos: np.ndarray
     values: np.ndarray
     filed: np.ndarray
-    found: dict[int, list[tuple[int, int, float, int]]]
+    found: dict[int, list[tuple[int, int, float]]]
     # position -> [(group, its place in the group)], for counted groups
     member: dict[int, list[tuple[int, int]]]
     room: list[int]
@@ -1168,10 +1168,9 @@ class _Prefixes:
         bits = dd.settings.bits
         pos, values = prefixes(dd.sketcher, mine, has_mine, dd.min_jaccard)
         filed, which, rows = dd.prefix_index.lookup(values)
-        group = np.full(len(pos), -1, np.int64)  # each entry's counted group, or -1
         member: dict[int, list[tuple[int, int]]] = {}
         room: list[int] = []
-        triples = []  # (q, rows, group), before verification
+        pairs = [(pos[which], rows)]  # (q, rows), before verification
         if batch and len(pos) > 1:
             order = np.lexsort((pos, values))
             v = values[order]
@@ -1182,18 +1181,13 @@ class _Prefixes:
             # Only where a group holds more than its room do its holders' decisions
             # count (which of them fill it), so only then are they walked.
             counted = (sizes > group_room) & (group_room > 0)
-            ids = np.full(len(starts), -1, np.int64)
-            ids[counted] = np.arange(int(counted.sum()))
-            group[order] = np.repeat(ids, sizes)
             room = group_room[counted].tolist()
             for g, (start, size) in enumerate(zip(starts[counted].tolist(), sizes[counted].tolist())):
                 for place, at in enumerate(pos[order[start : start + size]].tolist()):
                     member.setdefault(at, []).append((g, place))
-            triples.append((pos[second], -1 - pos[first], group[second]))
-        triples.insert(0, (pos[which], rows, group[which]))
-        q, rows, groups = (np.concatenate(x) for x in zip(*triples))
+            pairs.append((pos[second], -1 - pos[first]))
         # each pair verified once, however many values it shares
-        uq, urows, inverse = _unique_pairs(q, rows)
+        uq, urows, _ = _unique_pairs(*(np.concatenate(x) for x in zip(*pairs)))
         kept_rows = urows >= 0
         ds = np.empty(len(uq), np.int64)
         sims = np.empty(len(uq))
@@ -1203,16 +1197,10 @@ class _Prefixes:
         at = np.flatnonzero(~kept_rows)
         ds[at] = distances(fparray[uq[at]], fparray[-1 - urows[at]], bits)
         sims[at] = dd._similarities(mine, has_mine, uq[at], mine, has_mine, -1 - urows[at], ds[at])
-        ok = np.flatnonzero(sims[inverse] >= dd.min_jaccard)
-        found: dict[int, list[tuple[int, int, float, int]]] = {}
-        for p, row, d, sim, g in zip(
-            q[ok].tolist(),
-            rows[ok].tolist(),
-            ds[inverse[ok]].tolist(),
-            sims[inverse[ok]].tolist(),
-            groups[ok].tolist(),
-        ):
-            found.setdefault(p, []).append((row, d, sim, g))
+        ok = sims >= dd.min_jaccard
+        found: dict[int, list[tuple[int, int, float]]] = {}
+        for p, row, d, sim in zip(*(x[ok].tolist() for x in (uq, urows, ds, sims))):
+            found.setdefault(p, []).append((row, d, sim))
         return cls(
             dd,
             fparray,
@@ -1237,7 +1225,7 @@ class _Prefixes:
         holders past their group's room that were filed (late ones)."""
         if pos not in self.found and pos not in self.member:  # (most walked positions: 2.5 µs each)
             return []
-        return [(row, d, sim, False) for row, d, sim, _ in self.found.get(pos, ())] + self._late(pos)
+        return [(row, d, sim, False) for row, d, sim in self.found.get(pos, ())] + self._late(pos)
 
     def _late(self, pos: int) -> list[tuple[int, int, float, bool]]:
         """(row, d, sim, False) of the kept holders past their group's room that were
@@ -1257,7 +1245,7 @@ class _Prefixes:
 
     def pairs(self) -> tuple[np.ndarray, ...]:
         """(q, rows, ds, sims) of the kept rows that verified (match_many's candidates)."""
-        got = [(p, row, d, sim) for p, found in self.found.items() for row, d, sim, _ in found if row >= 0]
+        got = [(p, row, d, sim) for p, found in self.found.items() for row, d, sim in found if row >= 0]
         if not got:
             return _no_pairs()
         q, rows, ds, sims = (np.array(x) for x in zip(*got))
