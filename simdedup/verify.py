@@ -360,25 +360,37 @@ class VerifyingDeduplicator(Deduplicator):
         """(q, rows, ds, sims) of the unindexed rows that are exact copies of the batch's
         documents with a sketch (words: their fingerprints' rows, fingerprint_array's
         _words form): the first row of each copy, at distance 0 and similarity 1.0, as
-        a search would verify it."""
+        a search would verify it. A copy has the same sketch; only where one of the two
+        is a sketch of bins (a row an earlier simdedup stored) are they compared in
+        bins: two exact sketches alike in bins are different shingles (a review: "v36
+        extra extra" was a copy of "v43 extra extra" at similarity 0)."""
         q: list[int] = []
         rows: list[int] = []
         if self._copies:
             bins = self.sketcher.as_bins(mine)
+            exact = self.sketcher.exact_rows(mine)
             for pos in np.flatnonzero(has_mine).tolist():
                 key = self._copy_key(words[pos], bins[pos])
                 row = self._copies.get(key)
                 if row is None:
                     continue
                 for r in (row, *self._more_copies.get(key, ())):
-                    if np.array_equal(
-                        self.sketcher.as_bins(self._sketches[r : r + 1])[0], bins[pos]
-                    ) and np.array_equal(self.index.rows_of(np.array([r]))[0], words[pos]):
+                    if self._same_sketch(self._sketches[r : r + 1], mine[pos], bins[pos], exact[pos]) and (
+                        np.array_equal(self.index.rows_of(np.array([r]))[0], words[pos])
+                    ):
                         q.append(pos)
                         rows.append(r)
                         break
         n = len(q)
         return np.array(q, np.int64), np.array(rows, np.int64), np.zeros(n, np.int64), np.ones(n)
+
+    def _same_sketch(self, stored: np.ndarray, mine: np.ndarray, bins: np.ndarray, exact: bool) -> bool:
+        """Whether a stored row's sketch (one row of (1, nbytes)) is this document's
+        (`mine`; `bins`, its sketch of bins; `exact`, whether `mine` is exact): byte for
+        byte where both are exact, in bins where either is not."""
+        if exact and self.sketcher.exact_rows(stored)[0]:
+            return np.array_equal(stored[0], mine)
+        return np.array_equal(self.sketcher.as_bins(stored)[0], bins)
 
     def sketch_array(self) -> tuple[np.ndarray, np.ndarray]:
         """(sketches, has): every row's sketch, (rows, nbytes) uint8, zeros where it has
