@@ -132,12 +132,14 @@ def hot_copies(order, offsets, start, words, least):  # type: ignore[no-untyped-
 
 
 def table_pairs(order, offsets, start, words, k, rule):  # type: ignore[no-untyped-def]
-    """(i, j, d), i < j, for the rows of one table of a run (order, offsets: that
+    """The pairs (i, j), i < j, of the rows of one table of a run (order, offsets: that
     table's) that share a bucket, are within k, and have this table as the first keyed
-    on blocks they agree on (`rule`: its row of index.Layout.first_table_rules):
-    index._Run.pairs for 64-bit fingerprints. Each bucket's fingerprints are gathered
-    once and compared in order."""
-    return _int64s(_indexcore.table_pairs(order, offsets, start, _c(words, _U64), k, _c(rule, _U64)))
+    on blocks they agree on (`rule`: its row of index.Layout.first_table_rules), each
+    packed as i << 32 | j in an int64 array (rows below 2 ** 32; pairs_in_order puts
+    them in order): index._Run.pairs for 64-bit fingerprints. Each bucket's
+    fingerprints are gathered once and compared in order."""
+    [pairs] = _int64s(_indexcore.table_pairs(order, offsets, start, _c(words, _U64), k, _c(rule, _U64)))
+    return pairs
 
 
 def pair_similarity(a, a_rows, b, b_rows, bits, exact, lanes, at_least, visit, ahead):  # type: ignore[no-untyped-def]
@@ -228,22 +230,23 @@ def cross_pairs(queries, words, k):  # type: ignore[no-untyped-def]
     return _int64s(_indexcore.pairs(_c(queries, _U64), _c(words, _U64), k, False))
 
 
-def pairs_in_order(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> tuple[np.ndarray, ...]:
-    """The (i, j, d) triples of every part (int64 arrays; i, j < n, 0 <= d < 256) as
-    three int64 arrays sorted by i, then j: index.near_pair_arrays's pairs, found table
-    by table. One counting pass puts each (j, d) in its i's run, and each run, a few
-    hundred pairs, is sorted where it lies: the 82M pairs of 1M corpus fingerprints at
-    k = 4 took 18.5 s to concatenate and argsort. Consumes `parts`: each is dropped once
-    it is placed."""
-    total = sum(len(i) for i, _, _ in parts)
-    bounds = np.zeros(n + 1, np.int64)
-    for i, _, _ in parts:
-        _indexcore.count(_c(i, _I64), bounds)
+def pairs_in_order(parts: list[np.ndarray], words: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The pairs of every part (int64 arrays of i << 32 | j, as table_pairs gives them;
+    i, j < len(words)) as three int64 arrays (i, j, d) sorted by i, then j, with d =
+    popcount(words[i] ^ words[j]) (words: uint64 fingerprints): index.near_pair_arrays's
+    pairs, found table by table. One counting pass puts each j in its i's run, and each
+    run, a few hundred pairs, is sorted where it lies: the 82M pairs of 1M corpus
+    fingerprints at k = 4 took 18.5 s to concatenate and argsort. Consumes `parts`:
+    each is dropped once it is placed."""
+    words = _c(words, _U64)
+    total = sum(len(pairs) for pairs in parts)
+    bounds = np.zeros(len(words) + 1, np.int64)
+    for pairs in parts:
+        _indexcore.count(_c(pairs, _I64), bounds)
     np.cumsum(bounds, out=bounds)  # i's run: bounds[i]:bounds[i + 1]
-    at, packed = bounds[:-1].copy(), np.empty(total, np.int64)  # j << 8 | d
+    at, j = bounds[:-1].copy(), np.empty(total, np.int64)
     while parts:
-        i, j, d = parts.pop(0)
-        _indexcore.place(_c(i, _I64), _c(j, _I64), _c(d, _I64), at, packed)
+        _indexcore.place(_c(parts.pop(0), _I64), at, j)
     i, d = np.empty(total, np.int64), np.empty(total, np.int64)
-    _indexcore.sorted_runs(packed, bounds, i, d)
-    return i, packed, d
+    _indexcore.sorted_runs(j, bounds, words, i, d)
+    return i, j, d

@@ -476,22 +476,23 @@ class _Run:
         once = np.flatnonzero(table == first)
         return q[once], rows[once], d[once].astype(np.int64)
 
-    def pairs(
-        self, layout: Layout, words: np.ndarray, t: int, k: int, compiled: bool = False
-    ) -> tuple[np.ndarray, ...]:
+    def packed_pairs(self, layout: Layout, words: np.ndarray, t: int, k: int) -> np.ndarray:
+        """pairs() by compiled.table_pairs (64-bit fingerprints): each (i, j) packed as i <<
+        32 | j, for compiled.pairs_in_order."""
+        from .compiled import table_pairs
+
+        table = self.order[t * self.size : (t + 1) * self.size]
+        rule = layout.first_table_rules[t]
+        return table_pairs(table, self.offsets[t], self.start, words[:, 0], k, rule)  # type: ignore[no-any-return]
+
+    def pairs(self, layout: Layout, words: np.ndarray, t: int, k: int) -> tuple[np.ndarray, ...]:
         """(i, j, d), i < j, for the rows of this run within k that share a bucket of table t
         and have t as their first agreeing table: each near pair of the run once over all t.
 
         Small buckets go through one vectorized pass over all their pairs; a hot bucket
         (common words) is compared as a dense matrix, which costs a few nanoseconds a pair
-        instead of a gather per pair. `compiled`: by compiled.table_pairs (64-bit only)."""
+        instead of a gather per pair. packed_pairs does it in a compiled loop."""
         size = self.size
-        if compiled:
-            from .compiled import table_pairs
-
-            table = self.order[t * size : (t + 1) * size]
-            rule = layout.first_table_rules[t]
-            return table_pairs(table, self.offsets[t], self.start, words[:, 0], k, rule)  # type: ignore[no-any-return]
         order = self.order[t * size : (t + 1) * size].astype(np.int64) + self.start
         offsets = self.offsets[t].astype(np.int64)
         counts = np.diff(offsets)
@@ -1004,15 +1005,15 @@ def near_pair_arrays(
     index.add_many(fps)
     if not index._runs:
         return _EMPTY
-    run = index._runs[0]
-    parts = [
-        run.pairs(index.layout, index._words, t, distance, index.compiled)
-        for t in range(len(index.layout.keys))
-    ]
+    run, tables = index._runs[0], range(len(index.layout.keys))
     if index.compiled:
         from .compiled import pairs_in_order
 
-        return pairs_in_order(parts, len(fps))
+        words = index._words[: len(fps)]
+        return pairs_in_order(
+            [run.packed_pairs(index.layout, words, t, distance) for t in tables], words[:, 0]
+        )
+    parts = [run.pairs(index.layout, index._words, t, distance) for t in tables]
     i, j, d = (np.concatenate(x) for x in zip(*parts))
     order = np.argsort(i << 32 | j)  # rows < 2 ** 32
     return i[order], j[order], d[order]

@@ -236,25 +236,28 @@ def test_by_row_group_visits_every_pair_once_by_groups_of_rows_in_order(rows: li
 @given(
     runs=st.lists(st.integers(0, 200), min_size=1, max_size=12),
     tables=st.integers(1, 4),
-    high=st.sampled_from([2**8, 2**20, 2**55]),
+    rows=st.sampled_from([3, 2**8 + 1, 2**17]),
     seed=st.integers(0, 2**32),
 )
 def test_pairs_in_order_sorts_every_run_as_lexsort_does(
-    runs: list[int], tables: int, high: int, seed: int
+    runs: list[int], tables: int, rows: int, seed: int
 ) -> None:
-    # Runs short enough for insertion and long enough for the radix sort, values that
-    # differ in their low bytes only or in high ones too, repeated (i, j) pairs.
+    # Runs short enough for insertion and long enough for the radix sort, j that differ
+    # in their low byte only or in higher ones too, repeated (i, j) pairs; each pair
+    # packed as table_pairs packs it, its distance counted from the fingerprints.
     from simdedup.compiled import pairs_in_order
 
     rng = np.random.default_rng(seed)
+    words = rng.integers(0, 2**64, max(rows, len(runs)), dtype=np.uint64)
     i = np.repeat(np.arange(len(runs)), runs)
     rng.shuffle(i)
-    j = rng.integers(0, rng.choice([3, high]), len(i))
-    d = rng.integers(0, 256, len(i))
+    j = rng.integers(0, rng.choice([3, rows]), len(i))
+    d = np.bitwise_count(words[i] ^ words[j]).astype(np.int64)
+    packed = i << 32 | j
     cuts = np.sort(rng.integers(0, len(i) + 1, tables - 1))
-    parts = [tuple(x[a:b] for x in (i, j, d)) for a, b in zip([0, *cuts], [*cuts, len(i)])]
-    order = np.lexsort((d, j, i))
-    got = pairs_in_order(parts, len(runs))
+    parts = [packed[a:b] for a, b in zip([0, *cuts], [*cuts, len(i)])]
+    order = np.lexsort((j, i))
+    got = pairs_in_order(parts, words)
     assert all(np.array_equal(x, y[order]) for x, y in zip(got, (i, j, d)))
 
 
