@@ -3,8 +3,9 @@
 Verification's second candidate source (simdedup.verify) indexes a fingerprint of each
 document's first HEAD_TOKENS tokens. On a crawl, the pages of one site usually begin
 with the same navigation, so their heads agree and every page would be a candidate of
-every earlier one: quadratic verification work. HEAD_CROWD bounds that: a head within
-the distance of more than HEAD_CROWD kept heads gives no candidates and is not kept.
+every earlier one: quadratic verification work. HEAD_CROWD bounds that: a head gives
+the first HEAD_CROWD kept heads within the distance of it, and one within the distance
+of more is not kept.
 
 The generated crawl (deterministic for --seed): bench.py's English-like documents, each
 the body of a page of one of --sites sites, site sizes Zipf-distributed (the largest
@@ -23,7 +24,7 @@ shared heads from the cost of heads at all, and counts the pairs of pages whose 
 fingerprints are within k: shared navigation makes those grow with the square of a
 site's pages, and each is a verification, heads or not.
 
-    .venv/bin/python benchmarks/crawl_heads.py                 # 10k, 20k, 40k pages: ~2 minutes
+    .venv/bin/python benchmarks/crawl_heads.py                 # 10k, 20k, 40k pages: ~10 seconds
     .venv/bin/python benchmarks/crawl_heads.py --pages 100000
 """
 

@@ -2681,7 +2681,9 @@ def compare(files: tuple[str, ...], texts: tuple[str, ...], as_json: bool, shown
             reach = "within k" if head_d <= settings.distance else "beyond k"
             heads = f"{head_d} of {settings.bits} bits: {reach}"
             if head_d <= settings.distance < d:  # the pair rests on the heads
-                heads += f"; scan skips a head near more than {HEAD_CROWD} kept ones (boilerplate)"
+                heads += (
+                    f"; scan compares a head with the first {HEAD_CROWD} kept ones near it only (boilerplate)"
+                )
         sides = [
             f"{side}           {result[side]['fingerprint']}  {name} ({counted(len(found), 'feature')})"
             for side, name, found in zip("ab", shown_names, features)

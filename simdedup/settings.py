@@ -37,8 +37,9 @@ HEAD_TOKENS = 32
 #: (files written before the anchored window hold heads of the first 32 tokens) are
 #: not read.
 HEAD_SPEC = f"{HEAD_TOKENS} tokens from the smallest token hash"
-#: A head within the distance of more than this many kept heads is boilerplate (the
-#: navigation every page of a site starts with): it finds no candidates and is not kept.
+#: A head's candidates are the first this many kept heads within the distance; a head
+#: within the distance of more than this many is boilerplate (the navigation every page
+#: of a site starts with) and is not kept.
 HEAD_CROWD = 64
 #: With --crowd N, a document kept while N or more indexed kept documents are within
 #: the distance of it (before verification) is stored unindexed (verify.py): later

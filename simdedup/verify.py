@@ -128,9 +128,13 @@ class VerifyingDeduplicator(Deduplicator):
     HEAD_TOKENS tokens from the one with the smallest hash, fingerprint.head_window) is
     within the distance of this document's head. Heads find copies that were truncated
     or gained or lost a header or a footer, whose whole fingerprints moved; a head
-    candidate is a duplicate only if verified. A head within the distance of more than
-    HEAD_CROWD kept heads is boilerplate (a site's navigation): it gives no candidates
-    and is not kept, which bounds the work any one head can cause.
+    candidate is a duplicate only if verified. A head gives the first HEAD_CROWD kept
+    heads within the distance of it, by row, whatever is near it after them, which
+    bounds the work any one head can cause; a head within the distance of more than
+    HEAD_CROWD kept heads is boilerplate (a site's navigation) and is not kept with its
+    document. (A crowded head gave no candidates once; a second run of the same
+    documents met more kept heads than the first, and kept again the documents found
+    by their heads: 16 pages of /usr/share/man, a trial.)
 
     Crowds: a document kept while `crowd` or more indexed kept documents are within the
     distance of it (all the candidates its search met, verified or not) is stored
@@ -560,7 +564,7 @@ class VerifyingDeduplicator(Deduplicator):
                 # pages of one head at 128 bits, 2.2 s -> 3.7 s, a review)
                 alone = in_index() if searched is None and self.head_index.compiled else None
                 if alone is not None:
-                    resolved |= alone.settled(resolved, bits, k)
+                    resolved |= alone.settled(resolved)
                 ahead = ~resolved[:CROWD_SAMPLE]  # (its first rows again, as above)
                 sample = near_pairs_after(fparray[:CROWD_SAMPLE], ahead, bits, k, self.index.compiled)[0]
                 still = not resolved.any() or crowded_batch(len(sample), len(ahead))
@@ -627,12 +631,13 @@ class VerifyingDeduplicator(Deduplicator):
                 if walked[pos]:
                     calm[pos] = head.calm(pos, kept, calm)
                 best: tuple[int, float, int, int] | None = None
+                firsts: set[int] | None = None  # of the batch's kept heads, those pos takes
                 for row, d, sim, by_head in (*candidates.get(pos, ()), *prefix.candidates(pos)):
-                    if by_head and not calm[pos]:
-                        continue
                     if row < 0:  # an earlier document of this batch: only if it was kept
                         i = -1 - row
-                        if not kept[i] or (by_head and not calm[i]):
+                        if by_head and firsts is None:
+                            firsts = head.firsts(pos, kept, calm)
+                        if not kept[i] or (by_head and i not in firsts):  # type: ignore[operator]
                             continue
                         if not (by_head or indexed[i] or (d == 0 and sim == 1.0)):
                             continue  # unindexed, and no exact copy
@@ -839,7 +844,7 @@ class VerifyingDeduplicator(Deduplicator):
         fparray = fingerprint_array([fps[i] for i in present], self.settings.bits)
         q, found, ds, sims = self._verified_kept(fparray, mine, has_mine)
         copies = self._copies_of(fparray.reshape(len(fparray), -1), mine, has_mine)
-        # Kept rows by head: only calm heads' candidates, all verified (_Heads.in_index).
+        # Kept rows by head: each head's first HEAD_CROWD, all verified (_Heads.in_index).
         head = _Heads.in_index(self, docs, present, heads, fparray, mine, has_mine)
         by_head = (head.q, head.rows, head.ds, head.sims)
         by_prefix = _Prefixes.of(self, fparray, mine, has_mine, batch=False).pairs()
@@ -976,10 +981,12 @@ class _Heads:
     `pos`: the batch positions (among the present documents) that have a head, `fps`
     their heads. Candidates that verified, by head: (q, rows, ds, sims) with rows >= 0
     a kept row and rows < 0 an earlier batch position i as -1 - i; ds is the distance
-    of the whole fingerprints. A head is calm (gives candidates, and is kept with its
-    document) while at most HEAD_CROWD kept heads are within the distance:
-    `crowd_in_index` counts those in the index, `earlier` lists each position's earlier
-    batch neighbours, which count if they were kept and calm themselves."""
+    of the whole fingerprints. A head's candidates are the first HEAD_CROWD kept heads
+    within the distance, by row: those in the index, then the earlier documents of the
+    batch kept with their heads (firsts). A head is calm (kept with its document) while
+    at most HEAD_CROWD kept heads are within the distance: `crowd_in_index` counts those
+    in the index, `earlier` lists each position's earlier batch neighbours, which count
+    if they were kept and calm themselves."""
 
     pos: np.ndarray
     fps: np.ndarray
@@ -1019,20 +1026,18 @@ class _Heads:
         for lo, hi in slices:
             part = crowd[lo:hi]
 
-            def calm_ones(pairs: tuple[np.ndarray, ...], part: np.ndarray = part) -> tuple[np.ndarray, ...]:
+            def first_ones(pairs: tuple[np.ndarray, ...], part: np.ndarray = part) -> tuple[np.ndarray, ...]:
                 q, rows, d = pairs
                 part += np.bincount(q, minlength=len(part))
-                calm = part[q] <= HEAD_CROWD
-                return q[calm], rows[calm], d[calm]
+                return _first_rows(q, dd._head_rows[rows], HEAD_CROWD)
 
-            q, rows, _ = dd.head_index.search(fps[lo:hi], ordered=False, keep=calm_ones)
+            q, rows, _ = dd.head_index.search(fps[lo:hi], ordered=False, keep=first_ones)
             found.append((q + lo, rows))
-        hq, hrows = (np.concatenate(x) for x in zip(*found))
+        # each head's first HEAD_CROWD kept rows of all the index's runs
+        hq, rows, _ = _first_rows(*(np.concatenate(x) for x in zip(*found)), HEAD_CROWD)
         crowd_in_index = np.zeros(len(present), np.int64)
         crowd_in_index[pos] = crowd
-        # Kept rows: verified, and only for heads that may be calm (the rest never are).
-        live = crowd[hq] <= HEAD_CROWD
-        q, rows = pos[hq[live]], dd._head_rows[hrows[live]]
+        q = pos[hq]
         ds = dd.index.distances_to(rows, fparray[q])
         sims = dd._similarities(mine, has_mine, q, dd._sketches, dd._has, rows, ds)
         ok = sims >= dd.min_jaccard  # NaN (a side without a sketch) never verifies a head
@@ -1064,7 +1069,7 @@ class _Heads:
         first, second = first[order], second[order]
         cuts = np.flatnonzero(np.r_[True, second[1:] != second[:-1]]) if len(second) else _NONE
         earlier = dict(zip(second[cuts].tolist(), np.split(first, cuts[1:])))
-        live = crowd_in_index[second] <= HEAD_CROWD
+        live = crowd_in_index[second] < HEAD_CROWD  # room for a kept head of the batch
         bq, bfirst = second[live], first[live]
         bds = distances(fparray[bq], fparray[bfirst], dd.settings.bits)
         bsims = dd._similarities(mine, has_mine, bq, mine, has_mine, bfirst, bds)
@@ -1080,27 +1085,16 @@ class _Heads:
             earlier,
         )
 
-    def settled(self, resolved: np.ndarray, bits: int, k: int) -> np.ndarray:
+    def settled(self, resolved: np.ndarray) -> np.ndarray:
         """Of these _Heads of the index alone, the present positions not `resolved` yet
-        that a verified head candidate from the index decides whatever the batch does.
-        The walk takes such a candidate once the head is calm: at most HEAD_CROWD kept
-        heads within k, those in the index and the earlier documents of the batch that
-        were kept with a calm head. A document with such a candidate never is one of
-        the latter (calm, it is a duplicate; not calm, it does not count), nor is a
-        resolved one: where those in the index and the rest of the earlier ones near it
-        are HEAD_CROWD or fewer, the head is calm whatever the batch decides. A 300-word
-        flood's lines meet their kept line by head only (8 random words each move the
-        whole fingerprints past k), and its batches went down in halves."""
+        that a verified head candidate from the index decides whatever the batch does:
+        all that have one, as the walk takes every such candidate (the index's kept
+        heads come before the batch's). A 300-word flood's lines meet their kept line by
+        head only (8 random words each move the whole fingerprints past k), and its
+        batches went down in halves."""
         settle = np.zeros(len(resolved), bool)
         settle[self.q] = True  # (rows in the index: no batch pairs here)
-        settle &= ~resolved
-        if not settle.any():
-            return settle
-        pos = self.pos
-        others = (self.crowd_in_index[pos] <= HEAD_CROWD) & ~resolved[pos] & ~settle[pos]  # may be calm
-        near = _earlier_near(self.fps, others, settle[pos], bits, k)
-        settle[pos[self.crowd_in_index[pos] + near > HEAD_CROWD]] = False
-        return settle
+        return settle & ~resolved
 
     @property
     def walked(self) -> np.ndarray:
@@ -1128,6 +1122,42 @@ class _Heads:
                 if crowd > HEAD_CROWD:
                     return False
         return True
+
+    def firsts(self, pos: int, kept: list[bool], calm: list[bool]) -> set[int]:
+        """The earlier batch positions whose heads are among the first HEAD_CROWD kept
+        heads within the distance of the head at `pos` (after those in the index),
+        given which earlier positions were kept and calm."""
+        room = HEAD_CROWD - int(self.crowd_in_index[pos])
+        out: set[int] = set()
+        for i in self.earlier.get(pos, _NONE).tolist() if room > 0 else ():
+            if kept[i] and calm[i]:
+                out.add(i)
+                if len(out) == room:
+                    break
+        return out
+
+
+def _first_rows(q: np.ndarray, rows: np.ndarray, most: int) -> tuple[np.ndarray, ...]:
+    """(q, rows, rows) of the pairs (q, rows) (int64, >= 0) that are among the `most`
+    smallest rows of their q (a BlockIndex.search keep's three columns): the pairs of a
+    q with no more as they are, then the others in order of q, then row. Sorted as one
+    int64 key, and only where a q has more (a lexsort of all was 3% of `scan`'s time on
+    English pages, whose heads crowd)."""
+    over = np.bincount(q)[q] > most if len(q) else np.zeros(0, bool)
+    if not over.any():
+        return q, rows, rows
+    oq, orows = q[over], rows[over]
+    if int(orows.max()) < 2**32 and int(oq.max()) < 2**31:
+        key = np.sort(oq << 32 | orows)
+        oq, orows = key >> 32, key & 0xFFFFFFFF
+    else:
+        order = np.lexsort((orows, oq))
+        oq, orows = oq[order], orows[order]
+    starts = np.flatnonzero(np.r_[True, oq[1:] != oq[:-1]])
+    first = np.arange(len(oq)) - np.repeat(starts, np.diff(np.r_[starts, len(oq)])) < most
+    under = ~over
+    rows = np.concatenate([rows[under], orows[first]])
+    return np.concatenate([q[under], oq[first]]), rows, rows
 
 
 _NONE = np.zeros(0, np.int64)
@@ -1282,29 +1312,6 @@ def _query_slices(index: BlockIndex, queries: np.ndarray) -> list[tuple[int, int
     most = MATCH_CANDIDATES if index.compiled else MATCH_CANDIDATES // 4
     cuts = _cuts(index.candidates(queries), most)
     return list(zip(cuts, cuts[1:]))
-
-
-def _earlier_near(
-    fparray: np.ndarray, firsts: np.ndarray, queries: np.ndarray, bits: int, k: int
-) -> np.ndarray:
-    """How many of the `firsts` before each of the `queries` are within k of it (bools a
-    fingerprint; 0 for the rest), counted a slice of the queries at a time."""
-    counts = np.zeros(len(fparray), np.int64)
-    chosen, asked = np.flatnonzero(firsts), np.flatnonzero(queries)
-    if not len(chosen) or not len(asked):
-        return counts
-    among = BlockIndex(bits, k)
-    among.add_many(fparray[chosen])
-    for lo, hi in _query_slices(among, fparray[asked]):
-
-        def count(pairs: tuple[np.ndarray, ...], part: np.ndarray = asked[lo:hi]) -> tuple[np.ndarray, ...]:
-            q, rows, _ = pairs
-            later = chosen[rows] < part[q]
-            counts[:] += np.bincount(part[q[later]], minlength=len(counts))
-            return _NONE, _NONE, _NONE
-
-        among.search(fparray[asked[lo:hi]], ordered=False, keep=count)
-    return counts
 
 
 def _heads_crowd(

@@ -2459,17 +2459,21 @@ def test_max_doc_size_cuts_a_line_where_it_cuts_the_same_text_in_a_file(tmp_path
 
 
 def test_compare_says_when_a_pair_rests_on_heads_that_scan_may_skip() -> None:
-    # compare sees two documents; scan also skips a head near more than HEAD_CROWD kept
-    # heads (a site's boilerplate), which compare cannot know: the heads line says so.
+    # compare sees two documents; scan compares a head with the first HEAD_CROWD kept
+    # heads near it only (a site's boilerplate), which compare cannot know: the heads
+    # line says so.
     rng = random.Random(5)
     vocabulary = [f"v{i}" for i in range(400)]
     text = " ".join(rng.choice(vocabulary) for _ in range(200))
     header = " ".join(rng.choice(vocabulary) for _ in range(40))
     result = run("compare", "--text", text, "--text", f"{header} {text}")
     assert "beyond k" in result.stdout and result.exit_code == 0  # near by its heads alone
-    assert "within k; scan skips a head near more than 64 kept ones (boilerplate)" in result.stdout
+    assert (
+        "within k; scan compares a head with the first 64 kept ones near it only (boilerplate)"
+        in result.stdout
+    )
     plain = run("compare", "--text", text, "--text", text + " v1")
-    assert "scan skips" not in plain.stdout
+    assert "scan compares" not in plain.stdout
 
 
 def test_a_features_record_with_a_surrogate_in_its_id_is_filtered_and_saved(tmp_path: Path) -> None:

@@ -402,10 +402,11 @@ def one_at_a_time(
 ) -> list[tuple[str, int | None, str | None, int | None]]:
     """The definition decide_many must match, by brute force: each document in turn
     against every kept row (preloaded ones too). Candidates: rows within the distance,
-    and rows whose head is within the distance of the document's head, if at most
-    HEAD_CROWD kept heads are (a head candidate must verify). Verified candidates first,
+    and the first HEAD_CROWD rows whose head is within the distance of the document's
+    head (a head candidate must verify). Verified candidates first,
     the most similar, then the nearest, then the earliest; unverifiable ones (no sketch
-    on a side) after them. A kept document's head is kept if it was within the crowd.
+    on a side) after them. A kept document's head is kept if at most HEAD_CROWD kept
+    heads were within the distance of it.
     Short documents: rows filed under a value of the document's prefix (prefix_of), the
     first PREFIX_CROWD kept rows holding it, are candidates too (and must verify),
     however many hold it.
@@ -449,7 +450,7 @@ def one_at_a_time(
         best = None
         for row, (other, other_sketch, other_has) in enumerate(zip(kept_fps, kept_sketches, kept_has)):
             d = (fp ^ other).bit_count()
-            by_head = calm and row in near_heads
+            by_head = row in near_heads[: verify_module.HEAD_CROWD]
             copy = d == 0 and has and other_has and np.array_equal(sketch, other_sketch)
             near = d <= k and (kept_indexed[row] or copy)
             if not near and not by_head and row not in by_prefix:
@@ -753,7 +754,7 @@ def test_a_shared_header_alone_makes_no_duplicate() -> None:
     assert [d.status for d in dedup(docs(*texts))] == ["unique"] * 3
 
 
-def test_a_crowded_head_gives_no_candidates_and_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_crowded_head_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(verify_module, "HEAD_CROWD", 3)
     pages = [HEADER + " " + " ".join(f"p{n}w{i}" for i in range(12)) for n in range(10)]
     assert len({head_of_words(page) for page in pages}) == 1  # the navigation's
@@ -990,14 +991,15 @@ def test_a_document_left_unindexed_in_its_batch_is_found_by_its_exact_copies_onl
     shipped._check()
 
 
-def test_a_copy_is_found_in_its_batch_when_an_earlier_copy_was_a_duplicate_by_its_head(
+def test_copies_found_by_their_head_stay_found_once_the_head_crowds_in_their_batch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A review: copy c of text T is a duplicate of R by its head alone; two documents
-    with that head are kept after it, so the head crowds; copy i is then kept (crowded:
-    unindexed), and copy j must be its duplicate. Paired with the earliest copy (c)
-    alone, j was kept, where one at a time it is i's duplicate. Texts too long for exact
-    sketches: a short copy of R's would find R by its shingles (prefixes.py)."""
+    """Copy c of text T is a duplicate of R by its head alone; two documents with that
+    head are kept after it, so the head crowds; copies i and j are still R's duplicates,
+    R being the first kept head near theirs. (Once a crowded head gave no candidates:
+    i was kept, crowded and unindexed, and j, paired with the earliest copy c alone,
+    was kept too, where one at a time it was i's duplicate: a review.) Texts too long
+    for exact sketches: a short copy of R's would find R by its shingles (prefixes.py)."""
     monkeypatch.setattr(verify_module, "HEAD_CROWD", 2)
     text = " ".join(f"t{i}" for i in range(80))
     other = " ".join(f"x{i}" for i in range(80))
@@ -1019,8 +1021,8 @@ def test_a_copy_is_found_in_its_batch_when_an_earlier_copy_was_a_duplicate_by_it
         ("duplicate", "R"),
         ("unique", None),
         ("unique", None),
-        ("unique", None),
-        ("duplicate", "i"),
+        ("duplicate", "R"),
+        ("duplicate", "R"),
     ]
     got = dd.decide_many(batch, fps, sketches, heads)
     assert [(d.status, d.row, d.duplicate_of, d.distance) for d in got] == expected
@@ -1451,13 +1453,12 @@ def test_a_flood_that_meets_its_kept_line_by_head_is_decided_whole_as_one_at_a_t
 def test_lines_a_kept_head_meets_among_pages_of_its_head_decide_as_one_at_a_time(
     seed: int, bits: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A head candidate from the index settles a line beforehand only where its head is
-    calm whatever the batch decides: its kept heads in the index and the earlier
-    documents of the batch near its head that may be kept are HEAD_CROWD or fewer.
-    Pages of that head that verify with nothing may be kept, and make later heads
-    crowded, and a line that is not settled counts for the later ones. Mixed so, with
-    1 or 2 kept heads and crowds of 1 to 3, the definition's decisions (at 128 bits too,
-    where none is settled so: the head index's search is not compiled)."""
+    """A head candidate from the index settles a line beforehand: the index's kept heads
+    come before the batch's, so the walk takes it whatever the batch decides. Pages of
+    that head that verify with nothing may be kept, and make later heads crowded, but
+    not the kept heads of the index less near. Mixed so, with 1 or 2 kept heads and
+    crowds of 1 to 3, the definition's decisions (at 128 bits too, where none is
+    settled so: the head index's search is not compiled)."""
     crowd = 1 + seed % 3
     monkeypatch.setattr(verify_module, "HEAD_CROWD", crowd)
     rng = random.Random(100 + seed)
@@ -1508,3 +1509,19 @@ def test_the_best_kept_row_of_each_position_is_the_one_the_walk_takes(
     for p, r, d, s in candidates:
         expected[p] = min(expected.get(p, key(r, d, s)), key(r, d, s))
     assert got == expected
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2**40)), unique=True, max_size=200),
+    st.integers(1, 20),
+)
+def test_first_rows_keeps_the_smallest_rows_of_each_query(pairs: list[tuple[int, int]], most: int) -> None:
+    # A head's candidates are its first HEAD_CROWD kept heads, by row (_Heads.in_index).
+    q, rows = (
+        (np.array(x, np.int64).reshape(-1) for x in zip(*pairs)) if pairs else (np.zeros(0, np.int64),) * 2
+    )
+    got_q, got_rows, again = verify_module._first_rows(q, rows, most)
+    expected = [p for query in set(q.tolist()) for p in sorted(p for p in pairs if p[0] == query)[:most]]
+    assert sorted(zip(got_q.tolist(), got_rows.tolist())) == sorted(expected)
+    assert np.array_equal(again, got_rows)
