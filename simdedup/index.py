@@ -742,7 +742,9 @@ class BlockIndex:
 
         `keep` takes the pairs (query, row, distance) of each run as they are found and
         gives the columns returned instead (the first three: those of the pairs it
-        keeps): a caller that keeps few of a crowded index's pairs never holds them all."""
+        keeps): a caller that keeps few of a crowded index's pairs never holds them all.
+        A query's pairs reach it run by run in order of rows (the runs' rows ascend, the
+        buffer's come last), each run's in no set order."""
         k = self._k(distance)
         queries = _words(fps, self.bits)
         # IndexError where part or parts were out of range, and part -1 gave the last part's (a trial)

@@ -1026,15 +1026,17 @@ class _Heads:
         for lo, hi in slices:
             part = crowd[lo:hi]
 
+            # A query's pairs come run by run, in order of rows (BlockIndex.search): those
+            # of a run are its first rows while the earlier runs gave fewer than HEAD_CROWD.
             def first_ones(pairs: tuple[np.ndarray, ...], part: np.ndarray = part) -> tuple[np.ndarray, ...]:
                 q, rows, d = pairs
+                room = np.maximum(HEAD_CROWD - part, 0)
                 part += np.bincount(q, minlength=len(part))
-                return _first_rows(q, dd._head_rows[rows], HEAD_CROWD)
+                return _first_rows(q, dd._head_rows[rows], room)
 
             q, rows, _ = dd.head_index.search(fps[lo:hi], ordered=False, keep=first_ones)
             found.append((q + lo, rows))
-        # each head's first HEAD_CROWD kept rows of all the index's runs
-        hq, rows, _ = _first_rows(*(np.concatenate(x) for x in zip(*found)), HEAD_CROWD)
+        hq, rows = (np.concatenate(x) for x in zip(*found))
         crowd_in_index = np.zeros(len(present), np.int64)
         crowd_in_index[pos] = crowd
         q = pos[hq]
@@ -1137,13 +1139,13 @@ class _Heads:
         return out
 
 
-def _first_rows(q: np.ndarray, rows: np.ndarray, most: int) -> tuple[np.ndarray, ...]:
-    """(q, rows, rows) of the pairs (q, rows) (int64, >= 0) that are among the `most`
+def _first_rows(q: np.ndarray, rows: np.ndarray, most: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(q, rows, rows) of the pairs (q, rows) (int64, >= 0) that are among the most[q]
     smallest rows of their q (a BlockIndex.search keep's three columns): the pairs of a
     q with no more as they are, then the others in order of q, then row. Sorted as one
     int64 key, and only where a q has more (a lexsort of all was 3% of `scan`'s time on
     English pages, whose heads crowd)."""
-    over = np.bincount(q)[q] > most if len(q) else np.zeros(0, bool)
+    over = np.bincount(q, minlength=len(most))[q] > most[q] if len(q) else np.zeros(0, bool)
     if not over.any():
         return q, rows, rows
     oq, orows = q[over], rows[over]
@@ -1154,7 +1156,7 @@ def _first_rows(q: np.ndarray, rows: np.ndarray, most: int) -> tuple[np.ndarray,
         order = np.lexsort((orows, oq))
         oq, orows = oq[order], orows[order]
     starts = np.flatnonzero(np.r_[True, oq[1:] != oq[:-1]])
-    first = np.arange(len(oq)) - np.repeat(starts, np.diff(np.r_[starts, len(oq)])) < most
+    first = np.arange(len(oq)) - np.repeat(starts, np.diff(np.r_[starts, len(oq)])) < most[oq]
     under = ~over
     rows = np.concatenate([rows[under], orows[first]])
     return np.concatenate([q[under], oq[first]]), rows, rows

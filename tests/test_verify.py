@@ -1514,14 +1514,18 @@ def test_the_best_kept_row_of_each_position_is_the_one_the_walk_takes(
 @hypothesis.settings(max_examples=200, deadline=None)
 @hypothesis.given(
     st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2**40)), unique=True, max_size=200),
-    st.integers(1, 20),
+    st.lists(st.integers(0, 20), min_size=10, max_size=10),
 )
-def test_first_rows_keeps_the_smallest_rows_of_each_query(pairs: list[tuple[int, int]], most: int) -> None:
+def test_first_rows_keeps_the_smallest_rows_of_each_query(
+    pairs: list[tuple[int, int]], most: list[int]
+) -> None:
     # A head's candidates are its first HEAD_CROWD kept heads, by row (_Heads.in_index).
     q, rows = (
         (np.array(x, np.int64).reshape(-1) for x in zip(*pairs)) if pairs else (np.zeros(0, np.int64),) * 2
     )
-    got_q, got_rows, again = verify_module._first_rows(q, rows, most)
-    expected = [p for query in set(q.tolist()) for p in sorted(p for p in pairs if p[0] == query)[:most]]
+    got_q, got_rows, again = verify_module._first_rows(q, rows, np.array(most, np.int64))
+    expected = [
+        p for query in set(q.tolist()) for p in sorted(p for p in pairs if p[0] == query)[: most[query]]
+    ]
     assert sorted(zip(got_q.tolist(), got_rows.tolist())) == sorted(expected)
     assert np.array_equal(again, got_rows)
