@@ -648,7 +648,7 @@ static PyObject *table_pairs(PyObject *self, PyObject *args) {
     const uint32_t *off = ord ? buffer_of(&v, offsets, n_offsets, 4, 0, "offsets") : NULL;
     const uint64_t *w = off ? buffer_of(&v, words, n_words, 8, 0, "words") : NULL;
     const uint64_t *r = w ? buffer_of(&v, rule, RULE_WORDS, 8, 0, "rule") : NULL;
-    if (r && start + n_order > (int64_t)1 << 32) {
+    if (r && n_offsets > 0 && start + (int64_t)off[n_offsets - 1] > (int64_t)1 << 32) { /* a row past 2 ** 32 - 1 */
         views_release(&v);
         PyErr_SetString(PyExc_ValueError, "rows past 2 ** 32: their pairs are packed in 64 bits");
         return NULL;

@@ -261,6 +261,18 @@ def test_pairs_in_order_sorts_every_run_as_lexsort_does(
     assert all(np.array_equal(x, y[order]) for x, y in zip(got, (i, j, d)))
 
 
+def test_table_pairs_refuses_rows_past_what_a_packed_pair_holds() -> None:
+    # Each pair is packed as i << 32 | j: a run whose rows reach 2 ** 32 is refused
+    # before any is read, not packed wrong.
+    from simdedup.compiled import table_pairs
+
+    order, offsets = np.array([0, 1], np.uint32), np.array([0, 2], np.uint32)
+    rule = Layout.for_(64, 4).first_table_rules[0]
+    with pytest.raises(ValueError, match="rows past 2 \\*\\* 32"):
+        table_pairs(order, offsets, 2**32 - 1, np.zeros(2, np.uint64), 4, rule)
+    assert table_pairs(order, offsets, 0, np.zeros(2, np.uint64), 4, rule).tolist() == [1]  # (0, 1)
+
+
 def test_compiled_all_pairs_through_the_tables_equal_the_numpy_ones() -> None:
     fps = hot_and_random(4, 12_000)
     expected = near_pair_arrays(fps, 64, 4)
