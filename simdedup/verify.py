@@ -635,9 +635,11 @@ class VerifyingDeduplicator(Deduplicator):
                 for row, d, sim, by_head in (*candidates.get(pos, ()), *prefix.candidates(pos)):
                     if row < 0:  # an earlier document of this batch: only if it was kept
                         i = -1 - row
-                        if by_head and firsts is None:
-                            firsts = head.firsts(pos, kept, calm)
-                        if not kept[i] or (by_head and i not in firsts):  # type: ignore[operator]
+                        if by_head:  # and its head is among the first pos takes
+                            firsts = head.firsts(pos, kept, calm) if firsts is None else firsts
+                            if i not in firsts:
+                                continue
+                        if not kept[i]:
                             continue
                         if not (by_head or indexed[i] or (d == 0 and sim == 1.0)):
                             continue  # unindexed, and no exact copy
