@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,16 +29,21 @@ def console_examples() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("command, expected", console_examples(), ids=lambda x: x[:50])
-def test_readme_console_example(command: str, expected: str) -> None:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+def test_readme_console_example(command: str, expected: str, tmp_path: Path) -> None:
+    # TMPDIR: the examples' `mktemp -d` folders go where pytest cleans up (each run left
+    # them in /tmp, 186 folders over a few days).
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    env = {**os.environ, "PATH": path, "TMPDIR": str(tmp_path)}
     result = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.stdout == expected
     assert "Traceback" not in result.stderr
 
 
-def test_readme_python_examples() -> None:
+def test_readme_python_examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # its tempfile.mkdtemp(), as above
     failures, tried = doctest.testfile(str(README), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert tried > 0 and failures == 0
+    assert list(tmp_path.iterdir())
 
 
 def test_modules_docstring_examples() -> None:
