@@ -220,6 +220,32 @@ def test_an_unindexed_row_is_an_exact_copy_only_of_the_same_shingles_not_of_the_
     assert [d.duplicate_of for d in dd.decide_many(docs(stored), fps[:1], sketches[:1])] == ["stored"]
 
 
+def test_an_unindexed_row_of_61_shingles_and_the_same_text_a_word_longer_alike_in_bins_are_copies() -> None:
+    # A review: 63 words (61 shingles: an exact sketch) and the same with a word more
+    # (62: a sketch of bins) have one fingerprint, and their bins agree: at similarity
+    # 1.0 they are exact copies, both ways (as an older index's row of bins and its
+    # text sketched now are), as the walk takes them within a batch and the definition
+    # takes them (exact Jaccard 61/62).
+    base = " ".join(f"b0w{i}" for i in range(63))
+    texts = [base, base + " z1642"]
+    settings = Settings()
+    fps, sketches = fingerprint_texts(texts, settings), text_sketches(texts)
+    dd = VerifyingDeduplicator(settings, crowd=4)
+    assert fps[0] == fps[1] and dd.sketcher.exact_rows(sketches).tolist() == [True, False]
+    for stored, later in ((0, 1), (1, 0)):
+        dd = VerifyingDeduplicator(settings, crowd=4)
+        dd.extend(
+            fps[stored : stored + 1], ["stored"], sketches[stored : stored + 1], indexed=np.array([False])
+        )
+        batch, fp, sketch = docs(texts[later]), fps[later : later + 1], sketches[later : later + 1]
+        expected = one_at_a_time(dd, batch, fp, sketch)
+        assert (
+            [(d.status, d.duplicate_of, d.distance) for d in dd.decide_many(batch, fp, sketch)]
+            == [(status, of, d) for status, _, of, d in expected]
+            == [("duplicate", "stored", 0)]
+        )
+
+
 def test_exact_sketches_whose_values_do_not_ascend_are_refused() -> None:
     sketches = text_sketches(["a line of a few words", "another line of words"])
     words = sketches.view("<u4")
@@ -393,6 +419,12 @@ def prefix_of(sketch: np.ndarray, has: bool, min_jaccard: float) -> list[int]:
     return values[: n - math.ceil(min_jaccard * n - 1e-9) + 1]
 
 
+def same_shingles(dd: VerifyingDeduplicator, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two sketches verify at similarity 1.0: the same bytes where both are
+    exact, the same bins where either is not."""
+    return bool(dd.sketcher.similarity(a[None], b[None])[0] == 1.0)
+
+
 def one_at_a_time(
     dd: VerifyingDeduplicator,
     docs: list[Document],
@@ -412,7 +444,8 @@ def one_at_a_time(
     however many hold it.
     Crowds (dd.crowd): a kept document is indexed while fewer than dd.crowd indexed kept
     rows are within the distance; an unindexed row is a candidate by fingerprint only to
-    its exact copies (distance 0, the same sketch), and filed under no prefix value.
+    its exact copies (distance 0, similarity 1.0: the same sketch, or where one of the
+    two is a sketch of bins, the same bins), and filed under no prefix value.
     Decides without changing `dd`."""
     k = dd.index.distance
     kept_fps = fingerprint_ints(dd.index.fingerprint_array())
@@ -451,7 +484,7 @@ def one_at_a_time(
         for row, (other, other_sketch, other_has) in enumerate(zip(kept_fps, kept_sketches, kept_has)):
             d = (fp ^ other).bit_count()
             by_head = row in near_heads[: verify_module.HEAD_CROWD]
-            copy = d == 0 and has and other_has and np.array_equal(sketch, other_sketch)
+            copy = d == 0 and has and other_has and same_shingles(dd, sketch, other_sketch)
             near = d <= k and (kept_indexed[row] or copy)
             if not near and not by_head and row not in by_prefix:
                 continue
