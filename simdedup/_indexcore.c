@@ -648,9 +648,25 @@ static PyObject *table_pairs(PyObject *self, PyObject *args) {
     const uint32_t *off = ord ? buffer_of(&v, offsets, n_offsets, 4, 0, "offsets") : NULL;
     const uint64_t *w = off ? buffer_of(&v, words, n_words, 8, 0, "words") : NULL;
     const uint64_t *r = w ? buffer_of(&v, rule, RULE_WORDS, 8, 0, "rule") : NULL;
-    if (r && n_offsets > 0 && start + (int64_t)off[n_offsets - 1] > (int64_t)1 << 32) { /* a row past 2 ** 32 - 1 */
+    /* Buckets that tile `order` from 0, rows inside `words` and below 2 ** 32 (a pair is
+     * packed in 64 bits): checked, as count, place and sorted_runs check theirs (a review
+     * read past the arrays with inconsistent ones). */
+    const char *bad = NULL;
+    if (r && start < 0)
+        bad = "a negative start";
+    else if (r && (n_offsets < 1 || off[0] != 0 || off[n_offsets - 1] > n_order))
+        bad = "offsets that are not buckets of the order";
+    for (Py_ssize_t b = 0; r && !bad && b + 1 < n_offsets; b++)
+        if (off[b] > off[b + 1])
+            bad = "offsets that are not buckets of the order";
+    for (Py_ssize_t p = 0; r && !bad && p < (n_offsets ? (Py_ssize_t)off[n_offsets - 1] : 0); p++)
+        if (start + (int64_t)ord[p] >= n_words)
+            bad = "a row past the words";
+        else if (start + (int64_t)ord[p] >= (int64_t)1 << 32)
+            bad = "rows past 2 ** 32: their pairs are packed in 64 bits";
+    if (bad) {
         views_release(&v);
-        PyErr_SetString(PyExc_ValueError, "rows past 2 ** 32: their pairs are packed in 64 bits");
+        PyErr_SetString(PyExc_ValueError, bad);
         return NULL;
     }
     Triples out;

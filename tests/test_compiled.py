@@ -261,16 +261,28 @@ def test_pairs_in_order_sorts_every_run_as_lexsort_does(
     assert all(np.array_equal(x, y[order]) for x, y in zip(got, (i, j, d)))
 
 
-def test_table_pairs_refuses_rows_past_what_a_packed_pair_holds() -> None:
-    # Each pair is packed as i << 32 | j: a run whose rows reach 2 ** 32 is refused
-    # before any is read, not packed wrong.
+@pytest.mark.parametrize(
+    ("order", "offsets", "start", "error"),
+    [
+        ([0, 1], [0, 2], 2**32 - 1, "a row past the words"),
+        ([0, 50_000_000], [0, 2], 0, "a row past the words"),
+        ([0, 1], [0, 2], -1, "a negative start"),
+        ([0, 1], [0, 2_000_000], 0, "offsets that are not buckets"),
+        ([0, 1], [1, 2], 0, "offsets that are not buckets"),
+        ([0, 1], [0, 2, 1], 0, "offsets that are not buckets"),
+    ],
+)
+def test_table_pairs_refuses_tables_that_do_not_fit_their_arrays(
+    order: list[int], offsets: list[int], start: int, error: str
+) -> None:
+    # A review: called with arrays that disagree, it read past them (and crashed).
     from simdedup.compiled import table_pairs
 
-    order, offsets = np.array([0, 1], np.uint32), np.array([0, 2], np.uint32)
-    rule = Layout.for_(64, 4).first_table_rules[0]
-    with pytest.raises(ValueError, match="rows past 2 \\*\\* 32"):
-        table_pairs(order, offsets, 2**32 - 1, np.zeros(2, np.uint64), 4, rule)
-    assert table_pairs(order, offsets, 0, np.zeros(2, np.uint64), 4, rule).tolist() == [1]  # (0, 1)
+    rule, words = Layout.for_(64, 4).first_table_rules[0], np.zeros(2, np.uint64)
+    with pytest.raises(ValueError, match=error):
+        table_pairs(np.array(order, np.uint32), np.array(offsets, np.uint32), start, words, 4, rule)
+    fine = table_pairs(np.array([0, 1], np.uint32), np.array([0, 2], np.uint32), 0, words, 4, rule)
+    assert fine.tolist() == [1]  # (0, 1), packed
 
 
 def test_compiled_all_pairs_through_the_tables_equal_the_numpy_ones() -> None:
