@@ -375,29 +375,19 @@ class VerifyingDeduplicator(Deduplicator):
         rows: list[int] = []
         if self._copies:
             bins = self.sketcher.as_bins(mine)
-            exact = self.sketcher.exact_rows(mine)
             for pos in np.flatnonzero(has_mine).tolist():
                 key = self._copy_key(words[pos], bins[pos])
                 row = self._copies.get(key)
                 if row is None:
                     continue
                 for r in (row, *self._more_copies.get(key, ())):
-                    if self._same_sketch(self._sketches[r : r + 1], mine[pos], bins[pos], exact[pos]) and (
-                        np.array_equal(self.index.rows_of(np.array([r]))[0], words[pos])
-                    ):
+                    same = self.sketcher.similarity(self._sketches[r : r + 1], mine[pos : pos + 1])[0] == 1.0
+                    if same and np.array_equal(self.index.rows_of(np.array([r]))[0], words[pos]):
                         q.append(pos)
                         rows.append(r)
                         break
         n = len(q)
         return np.array(q, np.int64), np.array(rows, np.int64), np.zeros(n, np.int64), np.ones(n)
-
-    def _same_sketch(self, stored: np.ndarray, mine: np.ndarray, bins: np.ndarray, exact: bool) -> bool:
-        """Whether a stored row's sketch (one row of (1, nbytes)) is this document's
-        (`mine`; `bins`, its sketch of bins; `exact`, whether `mine` is exact): byte for
-        byte where both are exact, in bins where either is not."""
-        if exact and self.sketcher.exact_rows(stored)[0]:
-            return np.array_equal(stored[0], mine)
-        return np.array_equal(self.sketcher.as_bins(stored)[0], bins)
 
     def sketch_array(self) -> tuple[np.ndarray, np.ndarray]:
         """(sketches, has): every row's sketch, (rows, nbytes) uint8, zeros where it has

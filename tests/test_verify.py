@@ -205,16 +205,29 @@ def test_exact_copies_of_unindexed_rows_an_earlier_simdedup_sketched_in_bins_are
         assert [d.status for d in dd.process(docs(texts[0] + " again"))] == ["unique"]
 
 
-def test_an_unindexed_row_is_an_exact_copy_only_of_the_same_shingles_not_of_the_same_bins() -> None:
+@pytest.mark.parametrize(
+    ("stored", "other", "similarity"),
+    [
+        ("v36 extra extra", "v43 extra extra", 0.0),  # a review: a duplicate at similarity 0
+        (
+            "alpha beta gamma delta epsilon zeta eta theta 2239",
+            "alpha beta gamma delta epsilon zeta eta theta 14000",
+            0.75,
+        ),
+    ],
+)
+def test_an_unindexed_row_is_an_exact_copy_only_of_the_same_shingles_not_of_the_same_bins(
+    stored: str, other: str, similarity: float
+) -> None:
     # Two short lines of one fingerprint whose exact sketches differ but fall in the
-    # same bins: the second was a duplicate of the first at similarity 0 (a review).
+    # same bins: not copies, whatever their similarity below 1.0.
     settings = Settings(distance=6)
-    stored, other = "v36 extra extra", "v43 extra extra"
     fps = fingerprint_texts([stored, other], settings)
     sketches = text_sketches([stored, other])
     dd = VerifyingDeduplicator(settings, min_jaccard=0.9, crowd=4)
     assert fps[0] == fps[1] and not np.array_equal(*sketches)
     assert np.array_equal(*dd.sketcher.as_bins(sketches))
+    assert dd.sketcher.similarity(sketches[:1], sketches[1:])[0] == similarity
     dd.extend(fps[:1], ["stored"], sketches[:1], indexed=np.array([False]))
     assert [d.status for d in dd.decide_many(docs(other), fps[1:], sketches[1:])] == ["unique"]
     assert [d.duplicate_of for d in dd.decide_many(docs(stored), fps[:1], sketches[:1])] == ["stored"]
