@@ -99,12 +99,17 @@ static inline int append(Triples *t, int64_t a, int64_t b, int64_t c) {
     return 0;
 }
 
-/* A pair of rows below 2 ** 32 as one int64, a << 32 | b, in a one-column Triples: a third
- * of the bytes that 4.6M pairs of 1M real fingerprints at k = 4 wrote, read and placed. */
-static inline int append_pair(Triples *t, int64_t a, int64_t b) {
+/* A pair of rows below 2 ** PAIR_ROW_BITS and their distance d (< 256) as one 64-bit value,
+ * a << PAIR_I_SHIFT | b << 8 | d, in a one-column Triples: a third of the bytes that 4.6M
+ * pairs of 1M real fingerprints at k = 4 wrote, read and placed as three int64s, and d
+ * counted where both fingerprints are at hand (sorted_runs counted it from the words, a
+ * read from memory a pair). */
+#define PAIR_ROW_BITS 28
+#define PAIR_I_SHIFT (PAIR_ROW_BITS + 8)
+static inline int append_pair(Triples *t, int64_t a, int64_t b, int64_t d) {
     if (t->n == t->cap && triples_grow(t))
         return -1;
-    t->at[0][t->n++] = (int64_t)((uint64_t)a << 32 | (uint64_t)b);
+    t->at[0][t->n++] = (int64_t)((uint64_t)a << PAIR_I_SHIFT | (uint64_t)b << 8 | (uint64_t)d);
     return 0;
 }
 
@@ -626,7 +631,8 @@ HOT int bucket_pairs_body(const uint32_t *order, const uint32_t *offsets, Py_ssi
             uint64_t value = gathered[a];
             Py_ssize_t hits = within(gathered + a + 1, value, size - a - 1, k, near, rule, wide);
             for (Py_ssize_t h = 0; h < hits; h++)
-                if (append_pair(out, (int64_t)order[lo + a] + start, (int64_t)order[lo + a + 1 + near[h]] + start))
+                if (append_pair(out, (int64_t)order[lo + a] + start, (int64_t)order[lo + a + 1 + near[h]] + start,
+                                popcount(value ^ gathered[a + 1 + near[h]])))
                     goto done;
         }
     }
@@ -648,12 +654,14 @@ static PyObject *table_pairs(PyObject *self, PyObject *args) {
     const uint32_t *off = ord ? buffer_of(&v, offsets, n_offsets, 4, 0, "offsets") : NULL;
     const uint64_t *w = off ? buffer_of(&v, words, n_words, 8, 0, "words") : NULL;
     const uint64_t *r = w ? buffer_of(&v, rule, RULE_WORDS, 8, 0, "rule") : NULL;
-    /* Buckets that tile `order` from 0, rows inside `words` and below 2 ** 32 (a pair is
-     * packed in 64 bits): checked, as count, place and sorted_runs check theirs (a review
+    /* Buckets that tile `order` from 0, rows inside `words` and below 2 ** PAIR_ROW_BITS (a
+     * pair is packed in 64 bits), k below 256: checked, as count, place and sorted_runs check theirs (a review
      * read past the arrays with inconsistent ones). */
     const char *bad = NULL;
     if (r && start < 0)
         bad = "a negative start";
+    else if (r && (k < 0 || k > 255))
+        bad = "k outside 0-255: a pair's distance is packed in 8 bits";
     else if (r && (n_offsets < 1 || off[0] != 0 || off[n_offsets - 1] > n_order))
         bad = "offsets that are not buckets of the order";
     for (Py_ssize_t b = 0; r && !bad && b + 1 < n_offsets; b++)
@@ -662,8 +670,8 @@ static PyObject *table_pairs(PyObject *self, PyObject *args) {
     for (Py_ssize_t p = 0; r && !bad && p < (n_offsets ? (Py_ssize_t)off[n_offsets - 1] : 0); p++)
         if (start + (int64_t)ord[p] >= n_words)
             bad = "a row past the words";
-        else if (start + (int64_t)ord[p] >= (int64_t)1 << 32)
-            bad = "rows past 2 ** 32: their pairs are packed in 64 bits";
+        else if (start + (int64_t)ord[p] >= (int64_t)1 << PAIR_ROW_BITS)
+            bad = "rows past 2 ** 28: their pairs are packed in 64 bits";
     if (bad) {
         views_release(&v);
         PyErr_SetString(PyExc_ValueError, bad);
@@ -1234,10 +1242,10 @@ static void radix_sort(int64_t *a, int64_t n, int64_t *scratch, int low) {
         memcpy(a, from, sizeof(int64_t) * n);
 }
 
-/* Of pairs packed as i << 32 | j (append_pair): count(pairs, bounds): bounds[i + 1] += how
- * many pairs have i. place(pairs, at, j): each j at its i's next place. sorted_runs(j,
- * bounds, words, i, d): each run of j sorted, then its i and d (popcount(words[i] ^
- * words[j])) written out. */
+/* Of pairs packed as append_pair packs them: count(pairs, bounds): bounds[i + 1] += how many
+ * pairs have i. place(pairs, at, j): each j << 8 | d at its i's next place. sorted_runs(j,
+ * bounds, i, d): each run of j << 8 | d sorted (by j: a run's j are distinct), then its i,
+ * j and d written out. */
 static PyObject *count(PyObject *self, PyObject *args) {
     PyObject *k, *b;
     if (!PyArg_ParseTuple(args, "OO", &k, &b))
@@ -1250,7 +1258,7 @@ static PyObject *count(PyObject *self, PyObject *args) {
     if (bounds) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t t = 0; t < n && !bad; t++) {
-            int64_t i = (int64_t)(pairs[t] >> 32);
+            int64_t i = (int64_t)(pairs[t] >> PAIR_I_SHIFT);
             if (i + 1 >= nb)
                 bad = 1;
             else
@@ -1274,11 +1282,11 @@ static PyObject *place(PyObject *self, PyObject *args) {
     if (j) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t t = 0; t < n && !bad; t++) {
-            int64_t i = (int64_t)(pairs[t] >> 32);
+            int64_t i = (int64_t)(pairs[t] >> PAIR_I_SHIFT);
             if (i >= nat || at[i] < 0 || at[i] >= nj)
                 bad = 1;
             else
-                j[at[i]++] = (int64_t)(pairs[t] & 0xFFFFFFFF);
+                j[at[i]++] = (int64_t)(pairs[t] & ((1ULL << PAIR_I_SHIFT) - 1));
         }
         Py_END_ALLOW_THREADS
     }
@@ -1286,19 +1294,18 @@ static PyObject *place(PyObject *self, PyObject *args) {
 }
 
 static PyObject *sorted_runs(PyObject *self, PyObject *args) {
-    PyObject *p_, *b_, *w_, *i_, *d_;
-    if (!PyArg_ParseTuple(args, "OOOOO", &p_, &b_, &w_, &i_, &d_))
+    PyObject *p_, *b_, *i_, *d_;
+    if (!PyArg_ParseTuple(args, "OOOO", &p_, &b_, &i_, &d_))
         return NULL;
     Views v = {.n = 0};
-    Py_ssize_t n = items_of(p_, 8), nb = items_of(b_, 8), nw = items_of(w_, 8);
+    Py_ssize_t n = items_of(p_, 8), nb = items_of(b_, 8);
     int64_t *packed = buffer_of(&v, p_, n, 8, 1, "j");
     const int64_t *bounds = packed ? buffer_of(&v, b_, nb, 8, 0, "bounds") : NULL;
-    const uint64_t *words = bounds ? buffer_of(&v, w_, nw, 8, 0, "words") : NULL;
-    int64_t *i = words ? buffer_of(&v, i_, n, 8, 1, "i") : NULL;
+    int64_t *i = bounds ? buffer_of(&v, i_, n, 8, 1, "i") : NULL;
     int64_t *d = i ? buffer_of(&v, d_, n, 8, 1, "d") : NULL;
     int bad = 0;
     if (d) {
-        if (nb - 1 > nw)
+        if (nb < 1)
             bad = 1;
         for (Py_ssize_t x = 0; x + 1 < nb; x++)
             if (bounds[x] < 0 || bounds[x] > bounds[x + 1] || bounds[x + 1] > n)
@@ -1322,16 +1329,16 @@ static PyObject *sorted_runs(PyObject *self, PyObject *args) {
                     insertion_sort(packed + lo, hi - lo);
                 for (int64_t t = lo; t < hi; t++) {
                     i[t] = x;
-                    if (packed[t] < 0 || packed[t] >= nw)
-                        bad = 1, packed[t] = x;
-                    d[t] = popcount(words[x] ^ words[packed[t]]);
+                    d[t] = packed[t] & 0xFF;
+                    if ((packed[t] >>= 8) < 0 || packed[t] >= nb - 1)
+                        bad = 1;
                 }
             }
             Py_END_ALLOW_THREADS
         }
         free(scratch);
     }
-    return filled(&v, d, bad ? "bounds that are not runs of the pairs, or a j past the words" : NULL);
+    return filled(&v, d, bad ? "bounds that are not runs of the pairs, or a j past them" : NULL);
 }
 
 static PyMethodDef methods[] = {
@@ -1350,7 +1357,7 @@ static PyMethodDef methods[] = {
     {"verified_pairs", verified_pairs, METH_VARARGS, "verified_pairs(q, rows, d, a, a_has, b, b_has, bits, exact, lanes, at_least, words, shift, grouped, cached, ahead)"},
     {"count", count, METH_VARARGS, "count(pairs, bounds)"},
     {"place", place, METH_VARARGS, "place(pairs, at, j)"},
-    {"sorted_runs", sorted_runs, METH_VARARGS, "sorted_runs(j, bounds, words, i, d)"},
+    {"sorted_runs", sorted_runs, METH_VARARGS, "sorted_runs(j, bounds, i, d)"},
     {NULL, NULL, 0, NULL},
 };
 

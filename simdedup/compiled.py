@@ -135,9 +135,10 @@ def table_pairs(order, offsets, start, words, k, rule):  # type: ignore[no-untyp
     """The pairs (i, j), i < j, of the rows of one table of a run (order, offsets: that
     table's) that share a bucket, are within k, and have this table as the first keyed
     on blocks they agree on (`rule`: its row of index.Layout.first_table_rules), each
-    packed as i << 32 | j in an int64 array (rows below 2 ** 32; pairs_in_order puts
-    them in order): index._Run.pairs for 64-bit fingerprints. Each bucket's
-    fingerprints are gathered once and compared in order."""
+    packed with its distance d as i << 36 | j << 8 | d in an int64 array (rows below
+    index.PAIR_ROWS, k below 256; pairs_in_order puts them in order): index._Run.pairs for
+    64-bit fingerprints. Each bucket's fingerprints are gathered once and compared in
+    order."""
     [pairs] = _int64s(_indexcore.table_pairs(order, offsets, start, _c(words, _U64), k, _c(rule, _U64)))
     return pairs
 
@@ -230,17 +231,15 @@ def cross_pairs(queries, words, k):  # type: ignore[no-untyped-def]
     return _int64s(_indexcore.pairs(_c(queries, _U64), _c(words, _U64), k, False))
 
 
-def pairs_in_order(parts: list[np.ndarray], words: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The pairs of every part (int64 arrays of i << 32 | j, as table_pairs gives them;
-    i, j < len(words)) as three int64 arrays (i, j, d) sorted by i, then j, with d =
-    popcount(words[i] ^ words[j]) (words: uint64 fingerprints): index.near_pair_arrays's
-    pairs, found table by table. One counting pass puts each j in its i's run, and each
-    run, a few hundred pairs, is sorted where it lies: the 82M pairs of 1M corpus
-    fingerprints at k = 4 took 18.5 s to concatenate and argsort. Consumes `parts`:
-    each is dropped once it is placed."""
-    words = _c(words, _U64)
+def pairs_in_order(parts: list[np.ndarray], rows: int) -> tuple[np.ndarray, ...]:
+    """The pairs of every part (int64 arrays of i << 36 | j << 8 | d, as table_pairs gives
+    them; i, j < rows, each pair once) as three int64 arrays (i, j, d) sorted by i, then
+    j: index.near_pair_arrays's pairs, found table by table. One counting pass puts each
+    j << 8 | d in its i's run, and each run, a few hundred pairs, is sorted where it lies:
+    the 82M pairs of 1M corpus fingerprints at k = 4 took 18.5 s to concatenate and
+    argsort. Consumes `parts`: each is dropped once it is placed."""
     total = sum(len(pairs) for pairs in parts)
-    bounds = np.zeros(len(words) + 1, np.int64)
+    bounds = np.zeros(rows + 1, np.int64)
     for pairs in parts:
         _indexcore.count(_c(pairs, _I64), bounds)
     np.cumsum(bounds, out=bounds)  # i's run: bounds[i]:bounds[i + 1]
@@ -248,5 +247,5 @@ def pairs_in_order(parts: list[np.ndarray], words: np.ndarray) -> tuple[np.ndarr
     while parts:
         _indexcore.place(_c(parts.pop(0), _I64), at, j)
     i, d = np.empty(total, np.int64), np.empty(total, np.int64)
-    _indexcore.sorted_runs(j, bounds, words, i, d)
+    _indexcore.sorted_runs(j, bounds, i, d)
     return i, j, d

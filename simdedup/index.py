@@ -51,6 +51,9 @@ COPIED_BUCKET = 256
 #: with them against 0.65-0.77 s with numpy's below 32,768 rows (60,000: 1.06-1.10 s
 #: against 1.46-1.56 s). The tests set it high to compare the two.
 COMPILED_ROWS = 0
+#: Rows below which compiled.table_pairs packs a pair in 64 bits (28 bits a row, 8 for
+#: its distance); near_pair_arrays goes through numpy from there.
+PAIR_ROWS = 1 << 28
 #: A Layout whose tables would meet this share of the rows a query (Layout.key_share)
 #: compares every query with every row instead (Layout.brute_force). Measured in
 #: benchmarks/README.md, "Wide distances".
@@ -477,8 +480,8 @@ class _Run:
         return q[once], rows[once], d[once].astype(np.int64)
 
     def packed_pairs(self, layout: Layout, words: np.ndarray, t: int, k: int) -> np.ndarray:
-        """pairs() by compiled.table_pairs (64-bit fingerprints): each (i, j) packed as i <<
-        32 | j, for compiled.pairs_in_order."""
+        """pairs() by compiled.table_pairs (64-bit fingerprints, rows below PAIR_ROWS): each
+        (i, j, d) packed as i << 36 | j << 8 | d, for compiled.pairs_in_order."""
         from .compiled import table_pairs
 
         table = self.order[t * self.size : (t + 1) * self.size]
@@ -1008,13 +1011,11 @@ def near_pair_arrays(
     if not index._runs:
         return _EMPTY
     run, tables = index._runs[0], range(len(index.layout.keys))
-    if index.compiled:
+    if index.compiled and len(fps) <= PAIR_ROWS:
         from .compiled import pairs_in_order
 
         words = index._words[: len(fps)]
-        return pairs_in_order(
-            [run.packed_pairs(index.layout, words, t, distance) for t in tables], words[:, 0]
-        )
+        return pairs_in_order([run.packed_pairs(index.layout, words, t, distance) for t in tables], len(fps))
     parts = [run.pairs(index.layout, index._words, t, distance) for t in tables]
     i, j, d = (np.concatenate(x) for x in zip(*parts))
     order = np.argsort(i << 32 | j)  # rows < 2 ** 32

@@ -243,8 +243,8 @@ def test_pairs_in_order_sorts_every_run_as_lexsort_does(
     runs: list[int], tables: int, rows: int, seed: int
 ) -> None:
     # Runs short enough for insertion and long enough for the radix sort, j that differ
-    # in their low byte only or in higher ones too, repeated (i, j) pairs; each pair
-    # packed as table_pairs packs it, its distance counted from the fingerprints.
+    # in their low byte only or in higher ones too; each pair packed with its distance
+    # as table_pairs packs it.
     from simdedup.compiled import pairs_in_order
 
     rng = np.random.default_rng(seed)
@@ -252,37 +252,44 @@ def test_pairs_in_order_sorts_every_run_as_lexsort_does(
     i = np.repeat(np.arange(len(runs)), runs)
     rng.shuffle(i)
     j = rng.integers(0, rng.choice([3, rows]), len(i))
+    once = np.unique(i << 32 | j, return_index=True)[1]  # table_pairs gives a pair once
+    i, j = i[once], j[once]
     d = np.bitwise_count(words[i] ^ words[j]).astype(np.int64)
-    packed = i << 32 | j
+    packed = i << 36 | j << 8 | d
     cuts = np.sort(rng.integers(0, len(i) + 1, tables - 1))
     parts = [packed[a:b] for a, b in zip([0, *cuts], [*cuts, len(i)])]
     order = np.lexsort((j, i))
-    got = pairs_in_order(parts, words)
+    got = pairs_in_order(parts, len(words))
     assert all(np.array_equal(x, y[order]) for x, y in zip(got, (i, j, d)))
 
 
 @pytest.mark.parametrize(
-    ("order", "offsets", "start", "error"),
+    ("order", "offsets", "start", "k", "error"),
     [
-        ([0, 1], [0, 2], 2**32 - 1, "a row past the words"),
-        ([0, 50_000_000], [0, 2], 0, "a row past the words"),
-        ([0, 1], [0, 2], -1, "a negative start"),
-        ([0, 1], [0, 2_000_000], 0, "offsets that are not buckets"),
-        ([0, 1], [1, 2], 0, "offsets that are not buckets"),
-        ([0, 1], [0, 2, 1], 0, "offsets that are not buckets"),
+        ([0, 1], [0, 2], 2**32 - 1, 4, "a row past the words"),
+        ([0, 2**28 + 2], [0, 2], 0, 4, "a row past the words"),
+        ([0, 1], [0, 2], 2**28, 4, "rows past 2 \\*\\* 28"),
+        ([0, 1], [0, 2], -1, 4, "a negative start"),
+        ([0, 1], [0, 2_000_000], 0, 4, "offsets that are not buckets"),
+        ([0, 1], [1, 2], 0, 4, "offsets that are not buckets"),
+        ([0, 1], [0, 2, 1], 0, 4, "offsets that are not buckets"),
+        ([0, 1], [0, 2], 0, 256, "k outside 0-255"),
     ],
 )
 def test_table_pairs_refuses_tables_that_do_not_fit_their_arrays(
-    order: list[int], offsets: list[int], start: int, error: str
+    order: list[int], offsets: list[int], start: int, k: int, error: str
 ) -> None:
-    # A review: called with arrays that disagree, it read past them (and crashed).
+    # A review: called with arrays that disagree, it read past them (and crashed). A
+    # pair is packed in 64 bits: rows below 2 ** 28, distances below 256.
     from simdedup.compiled import table_pairs
 
-    rule, words = Layout.for_(64, 4).first_table_rules[0], np.zeros(2, np.uint64)
+    rule = Layout.for_(64, 4).first_table_rules[0]
+    words = np.zeros(2**28 + 2, np.uint64)  # 2 GiB of zero pages, never touched
+    words[1] = 0b111 << 61  # within 4 of words[0], table 0 the first keyed on blocks they share
     with pytest.raises(ValueError, match=error):
-        table_pairs(np.array(order, np.uint32), np.array(offsets, np.uint32), start, words, 4, rule)
+        table_pairs(np.array(order, np.uint32), np.array(offsets, np.uint32), start, words, k, rule)
     fine = table_pairs(np.array([0, 1], np.uint32), np.array([0, 2], np.uint32), 0, words, 4, rule)
-    assert fine.tolist() == [1]  # (0, 1), packed
+    assert fine.tolist() == [1 << 8 | 3]  # (0, 1, d = 3), packed
 
 
 def test_compiled_all_pairs_through_the_tables_equal_the_numpy_ones() -> None:
