@@ -12,7 +12,9 @@ another machine gives another corpus; the script prints its size and a digest.
 Each round times near_pair_arrays on the real fingerprints and then on the random
 ones, at k = 3 and at the default distance, in one process (which touches 3 GiB
 first, so that neither side pays for the first use of the memory the pairs take);
-the pairs' digest must be the same every round.
+the pairs' digest must be the same every round. Each k ends with the median of the
+rounds' ratios and the ratio of the fastest real round to the fastest random one: the
+VM this was written on varies by 20% or more from minute to minute, on either side.
 
     .venv/bin/python benchmarks/real_pairs.py                 # 1M lines, 3 rounds: ~1 minute
     .venv/bin/python benchmarks/real_pairs.py --docs 200000 --rounds 5
@@ -26,6 +28,7 @@ import hashlib
 import os
 import random
 import re
+import statistics
 import sys
 import time
 from collections.abc import Iterator
@@ -122,11 +125,13 @@ def main() -> None:
     print(f"{'k':>2} {'round':>5} {'real':>8} {'random':>8} {'ratio':>6}  pairs (real)  digest")
     for k in sorted({3, Settings().distance}):
         print(f"k = {k}: {Layout.for_(64, k).describe()}")
-        digests = set()
+        digests, reals, randoms = set(), [], []
         for r in range(args.rounds):
             t_real, pairs, pairs_digest = timed_pairs(real, k)
             t_rand, none, _ = timed_pairs(rand, k)
             digests.add(pairs_digest)
+            reals.append(t_real)
+            randoms.append(t_rand)
             print(
                 f"{k:>2} {r + 1:>5} {t_real:>7.3f}s {t_rand:>7.3f}s {t_real / t_rand:>5.2f}x"
                 f"  {pairs:>12,}  {pairs_digest}  ({none} random pairs)",
@@ -134,6 +139,12 @@ def main() -> None:
             )
         if len(digests) > 1:
             sys.exit(f"k = {k}: the pairs differ from round to round")
+        ratios = [a / b for a, b in zip(reals, randoms)]
+        print(
+            f"k = {k}: median ratio {statistics.median(ratios):.2f}x "
+            f"(rounds {min(ratios):.2f}-{max(ratios):.2f}x); "
+            f"fastest rounds {min(reals):.3f}s / {min(randoms):.3f}s = {min(reals) / min(randoms):.2f}x"
+        )
 
 
 if __name__ == "__main__":
