@@ -103,7 +103,7 @@ static inline int append(Triples *t, int64_t a, int64_t b, int64_t c) {
  * a << PAIR_I_SHIFT | b << 8 | d, in a one-column Triples: a third of the bytes that 4.6M
  * pairs of 1M real fingerprints at k = 4 wrote, read and placed as three int64s, and d
  * counted where both fingerprints are at hand (sorted_runs counted it from the words, a
- * read from memory a pair). */
+ * read from memory a pair). Read back as uint64: from i = 2 ** 27 the int64 is negative. */
 #define PAIR_ROW_BITS 28
 #define PAIR_I_SHIFT (PAIR_ROW_BITS + 8)
 static inline int append_pair(Triples *t, int64_t a, int64_t b, int64_t d) {
@@ -662,6 +662,8 @@ static PyObject *table_pairs(PyObject *self, PyObject *args) {
         bad = "a negative start";
     else if (r && (k < 0 || k > 255))
         bad = "k outside 0-255: a pair's distance is packed in 8 bits";
+    else if (r && start > n_words) /* (start + a place wrapped past 2 ** 63: a review) */
+        bad = "a row past the words";
     else if (r && (n_offsets < 1 || off[0] != 0 || off[n_offsets - 1] > n_order))
         bad = "offsets that are not buckets of the order";
     for (Py_ssize_t b = 0; r && !bad && b + 1 < n_offsets; b++)
@@ -1305,7 +1307,7 @@ static PyObject *sorted_runs(PyObject *self, PyObject *args) {
     int64_t *d = i ? buffer_of(&v, d_, n, 8, 1, "d") : NULL;
     int bad = 0;
     if (d) {
-        if (nb < 1)
+        if (nb < 1 || bounds[0] != 0 || bounds[nb - 1] != n) /* runs that tile j */
             bad = 1;
         for (Py_ssize_t x = 0; x + 1 < nb; x++)
             if (bounds[x] < 0 || bounds[x] > bounds[x + 1] || bounds[x + 1] > n)

@@ -139,6 +139,7 @@ def table_pairs(order, offsets, start, words, k, rule):  # type: ignore[no-untyp
     index.PAIR_ROWS, k below 256; pairs_in_order puts them in order): index._Run.pairs for
     64-bit fingerprints. Each bucket's fingerprints are gathered once and compared in
     order."""
+    order, offsets = _c(order, np.uint32), _c(offsets, np.uint32)
     [pairs] = _int64s(_indexcore.table_pairs(order, offsets, start, _c(words, _U64), k, _c(rule, _U64)))
     return pairs
 

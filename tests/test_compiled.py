@@ -269,6 +269,7 @@ def test_pairs_in_order_sorts_every_run_as_lexsort_does(
         ([0, 1], [0, 2], 2**32 - 1, 4, "a row past the words"),
         ([0, 2**28 + 2], [0, 2], 0, 4, "a row past the words"),
         ([0, 1], [0, 2], 2**28, 4, "rows past 2 \\*\\* 28"),
+        ([2**31, 2**31 + 1], [0, 2], 2**63 - 2**30, 4, "a row past the words"),  # wrapped: a crash
         ([0, 1], [0, 2], -1, 4, "a negative start"),
         ([0, 1], [0, 2_000_000], 0, 4, "offsets that are not buckets"),
         ([0, 1], [1, 2], 0, 4, "offsets that are not buckets"),
@@ -290,6 +291,18 @@ def test_table_pairs_refuses_tables_that_do_not_fit_their_arrays(
         table_pairs(np.array(order, np.uint32), np.array(offsets, np.uint32), start, words, k, rule)
     fine = table_pairs(np.array([0, 1], np.uint32), np.array([0, 2], np.uint32), 0, words, 4, rule)
     assert fine.tolist() == [1 << 8 | 3]  # (0, 1, d = 3), packed
+    wide = table_pairs(np.array([0, 1]), np.array([0, 2]), 0, words, 4, rule)  # int64, read as rows
+    assert wide.tolist() == fine.tolist()
+
+
+@pytest.mark.parametrize("bounds", [[1, 2, 2, 2], [0, 1, 1, 1], [0, 3, 3, 3], [0, 2, 1, 2]])
+def test_sorted_runs_refuses_bounds_that_do_not_tile_the_pairs(bounds: list[int]) -> None:
+    # A review: slots outside the runs were left unwritten. (0, 2, d = 5) and (0, 1, d = 0):
+    packed, i, d = np.array([2 << 8 | 5, 1 << 8]), np.empty(2, np.int64), np.empty(2, np.int64)
+    with pytest.raises(ValueError, match="not runs of the pairs"):
+        _indexcore.sorted_runs(packed.copy(), np.array(bounds), i, d)
+    _indexcore.sorted_runs(packed, np.array([0, 2, 2, 2]), i, d)  # rows 0-2, both pairs row 0's
+    assert (i.tolist(), packed.tolist(), d.tolist()) == ([0, 0], [1, 2], [0, 5])
 
 
 def test_compiled_all_pairs_through_the_tables_equal_the_numpy_ones() -> None:
