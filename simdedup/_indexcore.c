@@ -654,9 +654,9 @@ static PyObject *table_pairs(PyObject *self, PyObject *args) {
     const uint32_t *off = ord ? buffer_of(&v, offsets, n_offsets, 4, 0, "offsets") : NULL;
     const uint64_t *w = off ? buffer_of(&v, words, n_words, 8, 0, "words") : NULL;
     const uint64_t *r = w ? buffer_of(&v, rule, RULE_WORDS, 8, 0, "rule") : NULL;
-    /* Buckets that tile `order` from 0, rows inside `words` and below 2 ** PAIR_ROW_BITS (a
-     * pair is packed in 64 bits), k below 256: checked, as count, place and sorted_runs check theirs (a review
-     * read past the arrays with inconsistent ones). */
+    /* Buckets that tile `order` from 0, rows inside `words` and below 2 ** PAIR_ROW_BITS, k
+     * below 256 (a pair and its distance are packed in 64 bits): checked, as count, place
+     * and sorted_runs check theirs (a review read past the arrays with inconsistent ones). */
     const char *bad = NULL;
     if (r && start < 0)
         bad = "a negative start";
