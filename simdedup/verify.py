@@ -1226,7 +1226,7 @@ class _Prefixes:
                     member.setdefault(at, []).append((g, place))
             pairs.append((pos[second], -1 - pos[first]))
         # each pair verified once, however many values it shares
-        uq, urows, _ = _unique_pairs(*(np.concatenate(x) for x in zip(*pairs)))
+        uq, urows = _unique_pairs(*(np.concatenate(x) for x in zip(*pairs)))
         kept_rows = urows >= 0
         ds = np.empty(len(uq), np.int64)
         sims = np.empty(len(uq))
@@ -1369,17 +1369,11 @@ def _no_pairs() -> tuple[np.ndarray, ...]:
     return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
 
 
-def _unique_pairs(q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(q, rows, inverse): the distinct pairs of (q, rows) (q >= 0 below 2 ** 31, rows
-    from -2 ** 31 to 2 ** 32), and where each given pair is among them."""
-    keys = (q.astype(np.int64) << 33) + rows.astype(np.int64) + (1 << 31)
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    first = np.r_[True, sorted_keys[1:] != sorted_keys[:-1]] if len(keys) else np.zeros(0, bool)
-    inverse = np.empty(len(keys), np.int64)
-    inverse[order] = np.cumsum(first) - 1
-    distinct = sorted_keys[first]
-    return distinct >> 33, (distinct & ((1 << 33) - 1)) - (1 << 31), inverse
+def _unique_pairs(q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(q, rows): the distinct pairs of (q, rows) (q >= 0 below 2 ** 31, rows from -2 ** 31
+    to 2 ** 32), in order of q, then rows."""
+    distinct = np.unique((q.astype(np.int64) << 33) + rows.astype(np.int64) + (1 << 31))
+    return distinct >> 33, (distinct & ((1 << 33) - 1)) - (1 << 31)
 
 
 def _beside() -> ThreadPoolExecutor:
