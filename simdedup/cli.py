@@ -23,7 +23,6 @@ import select
 import signal
 import stat
 import sys
-import tempfile
 import threading
 import time
 import unicodedata
@@ -39,10 +38,6 @@ from click.core import ParameterSource
 from . import __version__, pipeline, signals
 from . import fingerprint as fingerprint_module
 from . import index as index_module
-from .calibrate import LabelledPair
-from .calibrate import best as best_scores
-from .calibrate import calibrate as calibrate_pairs
-from .calibrate import presets as calibration_presets
 from .dedup import Decision, Deduplicator
 from .features import extract
 from .fingerprint import FeatureHasher, compiled_serves, format_fingerprint
@@ -57,7 +52,6 @@ from .prefixes import PREFIX_CROWD
 from .read import (
     JSON_SPACE,
     MAX_DOC_SIZE,
-    READ_ERRORS,
     STDIN,
     STRETCH_BYTES,
     Document,
@@ -78,6 +72,7 @@ from .read import (
     read_chunks,
     read_documents,
     read_error,
+    read_errors,
     record_lines,
     size_text,
     walk_reads,
@@ -131,6 +126,7 @@ from .store import (
     read_index,
     replacing_mode,
     still_locked,
+    temporary_beside,
     write_index,
 )
 from .verify import (
@@ -1312,7 +1308,7 @@ class Outputs(contextlib.ExitStack):
                 target = os.path.realpath(path)
                 try:
                     if what in _REPLACED and self._replaceable(path):
-                        fd, written = _temporary_beside(target)
+                        fd, written = temporary_beside(target)
                         os.close(fd)
                         os.unlink(written)
                     else:
@@ -1464,16 +1460,8 @@ class _NamedFile(io.RawIOBase):
             self.file.close()
 
 
-def _temporary_beside(target: str) -> tuple[int, str]:
-    """A new file beside `target` for an output that replaces it (its descriptor and
-    path), named .NAME.XXXXXXXX.tmp, as Outputs._replaceable expects."""
-    return tempfile.mkstemp(
-        dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp"
-    )
-
-
 class _MadeOnWrite(io.RawIOBase):
-    """A replacing output's file: a temporary file beside its target (_temporary_beside),
+    """A replacing output's file: a temporary file beside its target (store.temporary_beside),
     made by the first write, and renamed over the target once the command ends without
     an error (put_in_place), or removed. Made as the run started, it was left behind by
     every kill before the end: 13 kills, 13 empty .sum.json.XXXXXXXX.tmp (a trial); now
@@ -1489,7 +1477,7 @@ class _MadeOnWrite(io.RawIOBase):
 
     def write(self, b: Any) -> int:
         if self.fd < 0:
-            self.fd, self.written = _temporary_beside(self.target)
+            self.fd, self.written = temporary_beside(self.target)
             keep_owner_and_mode(self.written, self.target, replacing_mode(self.target))
         return os.write(self.fd, b)
 
@@ -2499,7 +2487,7 @@ def _read_whole(path: str, on_problem: OnProblem) -> Document:
         else:
             with open_input(path) as f:
                 data, whole = first_bytes(f, MAX_DOC_SIZE)
-    except READ_ERRORS as e:
+    except read_errors() as e:
         raise CliError(f"{path}: {read_error(e, path)}") from e
     if looks_binary(data):
         raise CliError(f"{path}: a binary file, which scan skips: nothing to compare")
@@ -2748,6 +2736,8 @@ def calibrate_command(
       simdedup calibrate pairs.jsonl
       simdedup calibrate pairs.jsonl --max-distance 8 --json
     """
+    from .calibrate import LabelledPair, best, calibrate, presets  # here: ~3 ms of other commands' start-up
+
     settings = _settings(kw)
     pairs: list[LabelledPair] = []
     problems = _Problems(Messages())
@@ -2784,8 +2774,8 @@ def calibrate_command(
             f"every pair is labelled {which}: precision, recall and F1 need pairs of both kinds"
             " to mean anything",
         )
-    scores = calibrate_pairs(pairs, calibration_presets(settings, _verify(kw)), range(max_distance + 1))
-    top = best_scores(scores)
+    scores = calibrate(pairs, presets(settings, _verify(kw)), range(max_distance + 1))
+    top = best(scores)
     if as_json:
         for s in scores:
             record = {"preset": s.preset, "distance": s.distance, "tp": s.tp, "fp": s.fp, "fn": s.fn}

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._textcore import text_documents, utf8_forms
-from .features import TO_FOLD, core_reads, has_chinese, normalize_many
+from .features import TO_FOLD, core_reads, distinct, has_chinese, normalize_many
 
 
 def ascii_batch(
@@ -186,7 +186,7 @@ def _utf8(forms: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     )
     utf8_forms(codes, code_ends, _READS, _FOLDS, _SEVERAL, out, ends, flags)
     if (flags & _HAS_UNSEEN).any():  # code points met for the first time: learnt, then read again
-        _learn(np.unique(codes[_READS[codes] == _UNSEEN]))
+        _learn(distinct(codes[_READS[codes] == _UNSEEN]))
         utf8_forms(codes, code_ends, _READS, _FOLDS, _SEVERAL, out, ends, flags)
     starts = np.concatenate([[0], ends[:-1]])
     return out[: ends[-1] if len(ends) else 0], starts, ends, flags  # joined into bytes by core_spans

@@ -19,24 +19,21 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import multiprocessing
-import multiprocessing.util
 import numbers
 import os
 import pickle
 import queue
 import signal
-import socket
 import sys
 import threading
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import partial
+from functools import cache, partial
 from itertools import chain
-from multiprocessing.connection import Connection
-from typing import Any, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -56,6 +53,9 @@ from .read import (
 from .settings import Settings
 from .sketch import fingerprints_and_sketches
 from .status import WorkerError
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 #: Documents a worker is given at a time: a decided batch (pipeline.PIPELINE_BATCH, 4,096)
 #: goes out in pieces, so that a short input still keeps every worker busy.
@@ -143,7 +143,7 @@ def fingerprint_batches(
         raise ValueError(f"piece is a number of documents, 1 or more, not {piece!r}")
     jobs, piece = int(jobs), int(piece)  # numpy's integers too
     check_hasher(settings, None)
-    if jobs != 1 and multiprocessing.current_process().daemon:
+    if jobs != 1 and _daemonic():
         # A daemonic process (a multiprocessing Pool's worker; Dask's, under a nanny)
         # cannot start workers: AUTO works here, where it started them once it timed
         # Chinese text, and failed deep in multiprocessing (a review).
@@ -498,7 +498,7 @@ class _Workers:
     def __init__(self, setup: Callable[[], Callable[[Any], Any]], jobs: int) -> None:
         # fork: workers start at once, with the parent's modules (and jieba's
         # dictionary, once loaded) already in memory; elsewhere the platform's default.
-        context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+        context = _multiprocessing().get_context("fork" if sys.platform == "linux" else None)
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         #: every message sent whole and every answer read: workers can be told to stop
@@ -595,14 +595,31 @@ def _kill_left_workers() -> None:
     _STARTED.clear()
 
 
-# Exit handlers run last-registered first: this one before multiprocessing's (imported above).
-atexit.register(_kill_left_workers)
+def _daemonic() -> bool:
+    """Whether this process is a daemonic multiprocessing one. A process that has not
+    imported multiprocessing is none: a worker started by multiprocessing has it."""
+    module = sys.modules.get("multiprocessing")
+    return module is not None and bool(module.current_process().daemon)
+
+
+@cache
+def _multiprocessing() -> ModuleType:
+    """multiprocessing, imported when the first workers start: with its pipes ~9 ms of
+    start-up, which a run in one process (English text, --jobs 1) never needs. Then
+    _kill_left_workers is registered to run at exit before multiprocessing's own handler
+    (exit handlers run last-registered first, and importing it registers that one)."""
+    import multiprocessing.connection
+
+    atexit.register(_kill_left_workers)
+    return multiprocessing
 
 
 def _widen(conn: Connection, size: int = SEND_BUFFER) -> None:
     """Ask for a send buffer that holds a whole batch (the kernel caps it, at
     net.core.wmem_max on Linux), so that handing a worker its next batch does not block
     the parent while the worker is still busy with the one before."""
+    import socket  # multiprocessing's pipes have imported it
+
     with contextlib.suppress(OSError, ValueError):
         sock = socket.socket(fileno=os.dup(conn.fileno()))
         try:

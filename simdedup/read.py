@@ -550,10 +550,14 @@ def plain_name(path: str) -> str:
     return path[: -len(codec.suffix)] if codec else path
 
 
-def _damaged_stream_errors() -> tuple[type[BaseException], ...]:
-    """What a damaged stream of each format raises, besides OSError (gzip's and bz2's)
-    and EOFError (a stream cut short): zlib.error, lzma.LZMAError, ZstdError."""
-    found: list[type[BaseException]] = [zlib.error]
+@lru_cache(maxsize=1)
+def read_errors() -> tuple[type[BaseException], ...]:
+    """What reading a file can raise for a problem of that file: OSError (gzip's and
+    bz2's damaged streams too), EOFError (a stream cut short), ImportError (a Python
+    built without lzma), and the damaged-stream errors of the other formats: zlib.error,
+    lzma.LZMAError, ZstdError. Found on the first error, not at start-up: importing lzma
+    and zstd takes ~4 ms, which most runs never need."""
+    found: list[type[BaseException]] = [OSError, EOFError, ImportError, zlib.error]
     with contextlib.suppress(ImportError):
         import lzma
 
@@ -561,11 +565,6 @@ def _damaged_stream_errors() -> tuple[type[BaseException], ...]:
     with contextlib.suppress(ImportError):
         found.append(_zstd().ZstdError)
     return tuple(found)
-
-
-#: What reading a file can raise for a problem of that file (a missing module too: a
-#: Python built without lzma).
-READ_ERRORS = (OSError, EOFError, ImportError, *_damaged_stream_errors())
 
 
 def read_error(e: BaseException, path: str) -> str:
@@ -611,7 +610,7 @@ def record_lines(path: str, stdin: IO[bytes], on_problem: OnProblem) -> Iterator
                 yield where, raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 yield where, _replaced(raw, e, where, on_problem)
-    except READ_ERRORS as e:
+    except read_errors() as e:
         where = f"{shown}:{lineno + 1}" if lineno else shown
         on_problem(Problem(where, "unreadable", f"cannot read further: {read_error(e, path)}"))
     finally:
@@ -693,7 +692,7 @@ def _read_stream(
             if len(raw) > options.max_doc_size:
                 doc = _truncated(doc, where, options.max_doc_size, on_problem)
             yield doc
-    except READ_ERRORS as e:
+    except read_errors() as e:
         where = f"{shown}:{lineno + 1}" if lineno else shown
         on_problem(Problem(where, "unreadable", f"cannot read further: {read_error(e, name)}"))
         return
@@ -925,7 +924,7 @@ def _chunks(
         if lines := pending.whole_lines():
             yield from cut(lines)
         raise
-    except READ_ERRORS as e:
+    except read_errors() as e:
         if lines := pending.whole_lines():
             yield from cut(lines)
         where = f"{name}:{first}" if first > 1 else name
@@ -1076,7 +1075,7 @@ def _spans(
                 buf.extend(bytes(size - len(buf)))
             elif held < size < len(buf):  # grown for a long line that is out now
                 del buf[size:]  # with room left: a full buffer reads nothing more
-    except READ_ERRORS as e:
+    except read_errors() as e:
         if cut := buf.rfind(b"\n", 0, held) + 1:
             yield (whole := span(cut))
             first += whole.lines
@@ -2182,7 +2181,7 @@ def _read_member(
     except _NotAFile:
         on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
         return None
-    except READ_ERRORS as e:  # the document is left out: what was read of it too (a review)
+    except read_errors() as e:  # the document is left out: what was read of it too (a review)
         on_problem(Problem(path, "unreadable", f"{read_error(e, path)}; skipped"))
         if forget is not None and opened is not None:
             forget(opened)

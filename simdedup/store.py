@@ -20,7 +20,6 @@ import re
 import stat
 import struct
 import sys
-import tempfile
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -567,7 +566,7 @@ def write_index(path: str | os.PathLike[str], index: StoredIndex) -> None:
     header_bytes += b" " * (-len(header_bytes) % _ALIGN)
     mode = replacing_mode(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = temporary_beside(path)
     except OSError as e:
         raise IndexFileError(f"cannot save index {path}: {e.strerror or e}") from e
     try:
@@ -973,12 +972,24 @@ def _not_replaceable(path: str) -> str | None:
     return None
 
 
+def temporary_beside(target: str | os.PathLike[str]) -> tuple[int, str]:
+    """A new file beside `target` for what will replace it (its descriptor and path),
+    named .NAME.XXXXXXXX.tmp, as the CLI's outputs and _probe_writable know a killed
+    run's leftovers."""
+    import tempfile  # here: with shutil and random ~5 ms, which a run writing no file never needs
+
+    target = os.fspath(target)
+    return tempfile.mkstemp(
+        dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp"
+    )
+
+
 def _probe_writable(path: str | os.PathLike[str]) -> None:
     """Create and remove a file where the index will be saved, and remove what killed
     runs left there (safe: no one else writes while we hold the lock)."""
     path = Path(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = temporary_beside(path)
         os.close(fd)
         os.unlink(tmp)
     except OSError as e:

@@ -37,7 +37,7 @@ from .dedup import (
     checked_documents,
     crowded_batch,
 )
-from .features import normalized_many
+from .features import distinct, normalized_many
 from .fingerprint import HashFunc, normalized_batch_fingerprints
 from .index import BlockIndex, Layout, brute_pairs_after, distances, fingerprint_array, near_pair_arrays
 from .prefixes import PREFIX_CROWD, PrefixIndex, pairs_in_groups, prefixes
@@ -1372,8 +1372,8 @@ def _no_pairs() -> tuple[np.ndarray, ...]:
 def _unique_pairs(q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(q, rows): the distinct pairs of (q, rows) (q >= 0 below 2 ** 31, rows from -2 ** 31
     to 2 ** 32), in order of q, then rows."""
-    distinct = np.unique((q.astype(np.int64) << 33) + rows.astype(np.int64) + (1 << 31))
-    return distinct >> 33, (distinct & ((1 << 33) - 1)) - (1 << 31)
+    keys = distinct((q.astype(np.int64) << 33) + rows.astype(np.int64) + (1 << 31))
+    return keys >> 33, (keys & ((1 << 33) - 1)) - (1 << 31)
 
 
 def _beside() -> ThreadPoolExecutor:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -291,7 +292,8 @@ def test_a_best_distance_that_scan_serves_by_comparing_every_pair_is_said_so(
             widest[s.preset] = s
         return widest
 
-    monkeypatch.setattr("simdedup.cli.best_scores", last)
+    # the module: the name simdedup.calibrate is the function calibrate (simdedup/__init__.py)
+    monkeypatch.setattr(sys.modules["simdedup.calibrate"], "best", last)
     wide = CliRunner().invoke(main, ["calibrate", pairs, "--max-distance", "8"])
     assert wide.exit_code == 0
     assert (

@@ -6,12 +6,13 @@ import subprocess
 import sys
 import unicodedata
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdedup import Settings, SettingsError, extract, normalize, tokenize
-from simdedup.features import MARK_RUN
+from simdedup.features import MARK_RUN, distinct
 
 
 def test_normalize_applies_nfkc_and_case_folding() -> None:
@@ -268,3 +269,11 @@ def test_a_long_run_of_combining_marks_is_cut_before_nfkc_orders_it() -> None:
     assert normalize(viet) == unicodedata.normalize("NFKC", viet) == normalize(nfc)
     stacked = "x" * 100 + "\u0316\u0301" * 16  # 32 marks in a run, out of order
     assert normalize(stacked) == unicodedata.normalize("NFKC", stacked)
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=60), st.integers(1, 2**63))
+def test_distinct_is_np_unique(values: list[int], spread: int) -> None:
+    a = np.array(values, np.int64) % spread  # repeats as often as the spread is small
+    assert distinct(a).dtype == a.dtype
+    assert distinct(a).tolist() == np.unique(a).tolist()
+    assert distinct(a.astype(np.uint32)).tolist() == np.unique(a.astype(np.uint32)).tolist()
