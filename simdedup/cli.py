@@ -38,6 +38,7 @@ from click.core import ParameterSource
 from . import __version__, pipeline, signals
 from . import fingerprint as fingerprint_module
 from . import index as index_module
+from . import read as read_module
 from .dedup import Decision, Deduplicator
 from .features import extract
 from .fingerprint import FeatureHasher, compiled_serves, format_fingerprint
@@ -72,7 +73,6 @@ from .read import (
     read_chunks,
     read_documents,
     read_error,
-    read_errors,
     record_lines,
     size_text,
     walk_reads,
@@ -2487,7 +2487,7 @@ def _read_whole(path: str, on_problem: OnProblem) -> Document:
         else:
             with open_input(path) as f:
                 data, whole = first_bytes(f, MAX_DOC_SIZE)
-    except read_errors() as e:
+    except read_module.READ_ERRORS as e:
         raise CliError(f"{path}: {read_error(e, path)}") from e
     if looks_binary(data):
         raise CliError(f"{path}: a binary file, which scan skips: nothing to compare")

@@ -513,6 +513,7 @@ class Codec:
             # No time and no name in the header: the same output, the same bytes.
             return gzip.GzipFile(filename="", mode=mode, fileobj=file, mtime=0, compresslevel=GZIP_LEVEL)
         module = _zstd() if self.module == "zstd" else importlib.import_module(self.module)
+        _reading_errors_of(module)
         return module.open(file, mode)  # type: ignore[no-any-return]
 
 
@@ -550,21 +551,24 @@ def plain_name(path: str) -> str:
     return path[: -len(codec.suffix)] if codec else path
 
 
-@lru_cache(maxsize=1)
-def read_errors() -> tuple[type[BaseException], ...]:
-    """What reading a file can raise for a problem of that file: OSError (gzip's and
-    bz2's damaged streams too), EOFError (a stream cut short), ImportError (a Python
-    built without lzma), and the damaged-stream errors of the other formats: zlib.error,
-    lzma.LZMAError, ZstdError. Found on the first error, not at start-up: importing lzma
-    and zstd takes ~4 ms, which most runs never need."""
-    found: list[type[BaseException]] = [OSError, EOFError, ImportError, zlib.error]
-    with contextlib.suppress(ImportError):
-        import lzma
+#: What reading a file can raise for a problem of that file: OSError (gzip's and bz2's
+#: damaged streams too), EOFError (a stream cut short), ImportError (a Python built
+#: without lzma), zlib.error, and the damaged-stream error of each compressed format
+#: whose module is loaded (lzma.LZMAError, ZstdError). A format's error can only come
+#: once its module is, so Codec.open adds it then (_reading_errors_of): no run imports
+#: lzma and zstd for them (~4 ms of start-up). A name, not a call, in `except`: an
+#: interrupt during a call that imported them escaped the handlers beside it, and the
+#: lines read before a read error were lost (a review).
+READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ImportError, zlib.error)
 
-        found.append(lzma.LZMAError)
-    with contextlib.suppress(ImportError):
-        found.append(_zstd().ZstdError)
-    return tuple(found)
+
+def _reading_errors_of(module: Any) -> None:
+    """Add the damaged-stream error of a compressed format's `module` to READ_ERRORS."""
+    global READ_ERRORS
+    for name in ("LZMAError", "ZstdError"):
+        error = getattr(module, name, None)
+        if error is not None and error not in READ_ERRORS:
+            READ_ERRORS = (*READ_ERRORS, error)
 
 
 def read_error(e: BaseException, path: str) -> str:
@@ -610,7 +614,7 @@ def record_lines(path: str, stdin: IO[bytes], on_problem: OnProblem) -> Iterator
                 yield where, raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 yield where, _replaced(raw, e, where, on_problem)
-    except read_errors() as e:
+    except READ_ERRORS as e:
         where = f"{shown}:{lineno + 1}" if lineno else shown
         on_problem(Problem(where, "unreadable", f"cannot read further: {read_error(e, path)}"))
     finally:
@@ -692,7 +696,7 @@ def _read_stream(
             if len(raw) > options.max_doc_size:
                 doc = _truncated(doc, where, options.max_doc_size, on_problem)
             yield doc
-    except read_errors() as e:
+    except READ_ERRORS as e:
         where = f"{shown}:{lineno + 1}" if lineno else shown
         on_problem(Problem(where, "unreadable", f"cannot read further: {read_error(e, name)}"))
         return
@@ -924,7 +928,7 @@ def _chunks(
         if lines := pending.whole_lines():
             yield from cut(lines)
         raise
-    except read_errors() as e:
+    except READ_ERRORS as e:
         if lines := pending.whole_lines():
             yield from cut(lines)
         where = f"{name}:{first}" if first > 1 else name
@@ -1075,7 +1079,7 @@ def _spans(
                 buf.extend(bytes(size - len(buf)))
             elif held < size < len(buf):  # grown for a long line that is out now
                 del buf[size:]  # with room left: a full buffer reads nothing more
-    except read_errors() as e:
+    except READ_ERRORS as e:
         if cut := buf.rfind(b"\n", 0, held) + 1:
             yield (whole := span(cut))
             first += whole.lines
@@ -2181,7 +2185,7 @@ def _read_member(
     except _NotAFile:
         on_problem(Problem(path, "not-a-file", "not a regular file; skipped"))
         return None
-    except read_errors() as e:  # the document is left out: what was read of it too (a review)
+    except READ_ERRORS as e:  # the document is left out: what was read of it too (a review)
         on_problem(Problem(path, "unreadable", f"{read_error(e, path)}; skipped"))
         if forget is not None and opened is not None:
             forget(opened)
