@@ -41,6 +41,7 @@ from . import signals
 from .fingerprint import FeatureHasher, HashFunc, check_hasher, fingerprint_work
 from .read import (
     BARRIER,
+    FIRST_CHUNKS,
     Chunk,
     Document,
     Problem,
@@ -208,8 +209,9 @@ def _jobs_paid_for(seconds_a_char: float) -> int:
 #: ordered_map's jobs=AUTO times this many items with text, and goes by the fastest: the
 #: first one's costs of a first time (16 ms for 64 KiB of short English lines in one
 #: process, where the next chunk took 0.14 us a character) do not start workers for
-#: English text, nor does jieba's dictionary loading decide for Chinese.
-AUTO_SAMPLES = 2
+#: English text, nor does jieba's dictionary loading decide for Chinese. A file's first
+#: chunks are small for it (read.FIRST_CHUNKS).
+AUTO_SAMPLES = FIRST_CHUNKS
 
 
 def chunk_chars(item: Chunk | Span | Problem) -> int:

@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
+from itertools import chain, repeat
 from typing import IO, Any, NamedTuple, overload
 
 import numpy as np
@@ -754,10 +755,13 @@ class Chunk(NamedTuple):
     data: bytes
 
 
-#: Bytes of a file per Chunk (~1,600 documents of ~640 bytes), and of its first one:
-#: smaller, so that work done on it before workers start (parallel.ordered_map) is short.
+#: Bytes of a file per Chunk (~1,600 documents of ~640 bytes), and of each of its first
+#: FIRST_CHUNKS: smaller, so that the work done on them before workers start is short
+#: (parallel.ordered_map times that many with --jobs 0). 20,000 Chinese lines, `scan
+#: -j0`: 1.34-1.41 s with two first chunks of 64 KiB, 1.40-1.45 s with one (then 256 KiB).
 CHUNK_BYTES = 1 << 20
 FIRST_CHUNK_BYTES = 64 << 10
+FIRST_CHUNKS = 2
 #: Bytes of a Stretch that `fingerprint`'s workers read and number themselves
 #: (read_chunks' stretch_size): a quarter of CHUNK_BYTES' messages to and from them.
 #: `fingerprint -j2` of 4M lines took 2.94-3.18 s against 3.10-3.41 s (6 rounds each,
@@ -831,13 +835,18 @@ def read_chunks(
                 yield problem
 
 
+def _chunk_sizes(size: int) -> Iterator[int]:
+    """The bytes wanted of a file's chunks, in turn: FIRST_CHUNKS of FIRST_CHUNK_BYTES, then `size`."""
+    return chain(repeat(FIRST_CHUNK_BYTES, FIRST_CHUNKS), repeat(size))
+
+
 def _blocks(stream: IO[bytes], size: int) -> Iterator[bytes]:
     # read1: what one read of the file gives, so that a gzip member cut short still
     # gives every line before the cut, as reading line by line does.
-    wanted = FIRST_CHUNK_BYTES
-    while data := stream.read1(wanted):  # type: ignore[attr-defined]
+    for wanted in _chunk_sizes(size):
+        if not (data := stream.read1(wanted)):  # type: ignore[attr-defined]
+            return
         yield data
-        wanted = size
 
 
 #: Lines of a stream per Chunk, at most: each document costs its batch a 256-byte sketch
@@ -876,13 +885,14 @@ TRICKLE_WAIT = 0.05
 def _chunks(
     blocks: Iterator[bytes], name: str, size: int, stream: Lines | None = None
 ) -> Iterator[Chunk | Problem]:
-    """The Chunks of `blocks`, `size` bytes or so each (the first FIRST_CHUNK_BYTES). Of
+    """The Chunks of `blocks`, `size` bytes or so each (the first ones _chunk_sizes). Of
     a `stream`, the lines so far also make a Chunk once its writer pauses for
     TRICKLE_GAP, or TRICKLE_WAIT after they began to come, its `paced` set while the
     stages after take it in (so that they hand it on at once too), as it is for a
     Chunk that filled TRICKLE_WAIT / 2 or more after its first bytes came; on an interrupt,
     the whole lines read are cut before it goes on, so that they are decided too."""
-    first, wanted = 1, FIRST_CHUNK_BYTES
+    sizes = _chunk_sizes(size)
+    first, wanted = 1, next(sizes)
     pending = _Pending()
     first_line = _FirstLine(name)
     began: float | None = None  # when the bytes pending began to come (at the latest)
@@ -916,7 +926,7 @@ def _chunks(
                 if stream is not None:
                     stream.paced = paced
                 yield from cut(lines)
-                wanted, began = size, None
+                wanted, began = next(sizes), None
                 if stream is not None:
                     stream.paced = False
                     # What came while the stages after took the chunk in has waited since
@@ -1038,12 +1048,13 @@ def _spans(
     stretch_size: int | None = None,
 ) -> Iterator[Span | Stretch | Barrier | Problem]:
     """_chunks for a plain file, as Spans: cut at the last newline once a buffer of
-    FIRST_CHUNK_BYTES, then of `size`, is full (a line longer than it grows it), each
+    _chunk_sizes' bytes is full (a line longer than it grows it), each
     read into one buffer that the next reuses, and only its newlines counted. With
     `stretches`, the first Span and then Stretches of the rest, which is not read here:
     of `stretch_size` bytes (`size`), or fewer, down to `size`, where that would not
     make STRETCHES_A_FILE of them."""
-    buf, held, at, first = bytearray(FIRST_CHUNK_BYTES), 0, 0, 1
+    sizes = _chunk_sizes(size)
+    buf, held, at, first = bytearray(next(sizes)), 0, 0, 1
     # Where the newlines are, in an array kept for the next Span: a new one each time
     # and the reads of the Spans took turns at fresh pages (300,000 page faults and
     # ~0.5 s of CPU more, in one process reading 621 MiB).
@@ -1075,10 +1086,10 @@ def _spans(
                 yield from _stretches(stream, name, path, file, at, first, max(size, wide))
                 return
             buf[:held] = buf[cut : cut + held]
-            if len(buf) < size:
-                buf.extend(bytes(size - len(buf)))
-            elif held < size < len(buf):  # grown for a long line that is out now
-                del buf[size:]  # with room left: a full buffer reads nothing more
+            if len(buf) < (wanted := next(sizes)):
+                buf.extend(bytes(wanted - len(buf)))
+            elif held < wanted < len(buf):  # grown for a long line that is out now
+                del buf[wanted:]  # with room left: a full buffer reads nothing more
     except READ_ERRORS as e:
         if cut := buf.rfind(b"\n", 0, held) + 1:
             yield (whole := span(cut))

@@ -1465,3 +1465,19 @@ def test_a_pattern_of_many_double_stars_is_one_regex() -> None:
     found = read_module.pattern_regex(pattern)
     assert found.match("/".join(f"d{i}" for i in range(40)) + "/q/x.txt")
     assert not found.match("/".join(f"d{i}" for i in range(39)) + "/x.txt")
+
+
+@pytest.mark.parametrize("name", ["plain.txt", "zipped.txt.gz"])
+def test_a_files_first_chunks_are_small(tmp_path: Path, name: str) -> None:
+    # With --jobs 0 the main process does the first FIRST_CHUNKS chunks itself, timing
+    # them, before any worker starts: small ones keep that serial part short (20,000
+    # Chinese lines, `scan -j0`: 40-55 ms sooner with two of 64 KiB than with one).
+    data = b"".join(b"line %d of a few words\n" % i for i in range(60_000))  # 1.5 MB
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    items = list(read_chunks([str(path)], ReadOptions(), size=256 << 10))
+    sizes = [item.size if isinstance(item, Span) else len(item.data) for item in items]
+    first = read_module.FIRST_CHUNK_BYTES
+    assert all(abs(n - first) < 30 for n in sizes[:2]), sizes[:3]  # whole lines: about that
+    assert sizes[2] > 2 * first, sizes[:3]
+    assert sum(sizes) == len(data)
