@@ -1481,3 +1481,25 @@ def test_a_files_first_chunks_are_small(tmp_path: Path, name: str) -> None:
     assert all(abs(n - first) < 30 for n in sizes[:2]), sizes[:3]  # whole lines: about that
     assert sizes[2] > 2 * first, sizes[:3]
     assert sum(sizes) == len(data)
+
+
+class _ShortReads(io.FileIO):
+    """A file whose every read gives at most 7 bytes, as some file systems' reads may."""
+
+    def read(self, size: int = -1) -> bytes:
+        return super().read(min(size, 7) if size >= 0 else 7)
+
+
+@pytest.mark.parametrize("text", ["a line of text\nand another\n" * 50, "\ufeff" + "wide text" * 30])
+def test_a_directory_member_is_read_whole_through_short_reads(tmp_path: Path, text: str) -> None:
+    # A directory's files are read unbuffered (read._open_member), where one read may
+    # give fewer bytes than asked before the end; first_bytes reads on until the end.
+    encoding = "utf-8" if text.isascii() else "utf-16"
+    path = tmp_path / "member.txt"
+    path.write_bytes(text.encode(encoding))
+    with _ShortReads(path) as f:
+        data, whole = first_bytes(f, 1 << 20)
+    assert whole and data == path.read_bytes()
+    with _ShortReads(path) as f:  # and up to a limit, past it
+        data, whole = first_bytes(f, 100)
+    assert not whole and len(data) == (100 + 4 if encoding == "utf-8" else 2 * 100 + 4)
