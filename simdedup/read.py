@@ -763,7 +763,8 @@ class Chunk(NamedTuple):
 #: Bytes of a file per Chunk (~1,600 documents of ~640 bytes), and of each of its first
 #: FIRST_CHUNKS: smaller, so that the work done on them before workers start is short
 #: (parallel.ordered_map times that many with --jobs 0). 20,000 Chinese lines, `scan
-#: -j0`: 1.34-1.41 s with two first chunks of 64 KiB, 1.40-1.45 s with one (then 256 KiB).
+#: -j0`: 1.25-1.28 s (fastest, median) with two first chunks of 64 KiB, 1.30-1.35 s with
+#: one (then 256 KiB).
 CHUNK_BYTES = 1 << 20
 FIRST_CHUNK_BYTES = 64 << 10
 FIRST_CHUNKS = 2
