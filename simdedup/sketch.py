@@ -370,9 +370,9 @@ class OnePermutation:
         wide = np.flatnonzero(counts > _ROW)
         occupied = np.count_nonzero(minima.reshape(len(counts), self.bins)[wide] != _EMPTY, axis=1)
         for row in wide[occupied <= self.exact].tolist():
-            values = distinct(hashes[first[row] : first[row] + counts[row]] >> _U[32]).astype(np.uint32)
-            if len(values) <= self.exact:
-                parts.append((np.array([row]), np.array([len(values)]), values))
+            shingles = distinct(hashes[first[row] : first[row] + counts[row]] >> _U[32]).astype(np.uint32)
+            if len(shingles) <= self.exact:
+                parts.append((np.array([row]), np.array([len(shingles)]), shingles))
         held, held_counts, values = (np.concatenate(part) for part in zip(*parts))
         if len(held):
             out[held] = self._exact_sketches(values, held_counts)
